@@ -1,0 +1,57 @@
+//! The one compare-and-swap driver that applies any algorithm's step function to a state word,
+//! for direct and keyed limiters alike.
+
+use crate::algorithm::Step;
+use crate::sync::{AtomicU64, Ordering};
+
+/// What the driver did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Applied {
+    /// The step admitted the request and `current` was stored in place of `previous` (or the
+    /// step left the word unchanged, and nothing was written).
+    Allowed { current: u64 },
+    /// The step denied the request given `observed`; nothing was written.
+    Denied { observed: u64 },
+    /// The guard rejected an observed word: the caller must start over (keyed limiters use this
+    /// when the slot no longer belongs to their key).
+    Aborted,
+}
+
+/// Applies `step` to `state`, starting from `observed` (a value the caller just loaded with
+/// Acquire ordering), until the store succeeds or the step denies.
+///
+/// `step` returns `None` to abort; it is called again with the fresh value after every lost
+/// race, so the decision is always made on the value that is replaced. Denials and unchanged
+/// words are never written: a saturated limiter is read-only and stays in every core's cache.
+#[inline]
+pub(crate) fn apply(
+    state: &AtomicU64,
+    mut observed: u64,
+    mut step: impl FnMut(u64) -> Option<Step>,
+) -> Applied {
+    loop {
+        match step(observed) {
+            None => return Applied::Aborted,
+            Some(Step::Deny) => return Applied::Denied { observed },
+            Some(Step::Allow(new)) if new == observed => return Applied::Allowed { current: new },
+            Some(Step::Allow(new)) => {
+                // ORDERING: success AcqRel: Release continues the release sequence of the store
+                // that published a keyed slot's identity (so a later Acquire load of any value in
+                // it still sees that identity), and Acquire orders our identity re-check after
+                // it. Failure Acquire: the returned value is examined by `step` (and, for keyed
+                // slots, its identity re-read), which needs the same visibility as the initial
+                // Acquire load. Direct limiters only need atomicity; on x86 these orderings cost
+                // nothing extra.
+                match state.compare_exchange_weak(
+                    observed,
+                    new,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return Applied::Allowed { current: new },
+                    Err(actual) => observed = actual,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! GCRA: the generic cell rate algorithm, i.e. a token bucket (or a leaky bucket used as a
+//! meter) kept as one number, the theoretical arrival time (`tat`).
+//!
+//! # State word
+//!
+//! | bits | field | meaning |
+//! |---|---|---|
+//! | 0..64 | `tat` | theoretical arrival time, in ticks since the clock's origin |
+//!
+//! A tick is `emission_interval / 2^k`, with `k` chosen per quota (see [`Gcra`]): the emission
+//! interval is then an exact whole number of ticks, so no rounding error accumulates however
+//! many requests pass, and a tick is at most 1/8 ns, so decisions are precise to below a
+//! nanosecond. A `tat` at or before now is a full bucket ([`Algorithm::FRESH`] is 0).
+//!
+//! # Rule
+//!
+//! With `T` the emission interval and `tau = burst × T` the tolerance, a request of cost `n`
+//! at time `now` passes iff `max(tat, now) + n·T <= now + tau`, and then
+//! `tat := max(tat, now) + n·T`. A fresh key therefore admits `burst` units at once, then one
+//! unit per `T`.
+
+use crate::algorithm::{Algorithm, Sealed, Step};
+use crate::clock::TIME_HORIZON_NS;
+use crate::error::QuotaError;
+use std::time::Duration;
+
+/// Fixed-point shift of `ticks_per_ns`: a reading in ticks is `(now_ns × ticks_per_ns) >> 59`.
+const TICKS_PER_NS_SHIFT: u32 = 59;
+/// Ticks at the time horizon stay at or below 2^63 ...
+const MAX_TICKS_LOG2: u32 = 63;
+/// ... and the tolerance `burst × T` stays below 2^62, so `tat + n·T` never exceeds `u64`.
+const MAX_TOLERANCE_TICKS: u64 = 1 << 62;
+/// The fastest rate: a tick may not be longer than the emission interval, and the horizon must
+/// fit 2^63 ticks, so `T >= 2^59 ns / 2^63 = 1/16 ns`.
+const MAX_RATE_PER_SECOND: u64 = 16_000_000_000;
+
+/// A GCRA quota: `count` cost units per `period`, with bursts of up to `burst` units.
+///
+/// The emission interval `T = period / count` is kept exactly (as the rational it is), so the
+/// admitted amount over a long run matches the quota to within the fixed-point error of the
+/// clock conversion (below 10^-17 relative), from 1 per day up to 16·10^9 units per second
+/// (100 Gbit/s counted in bytes is 12.5·10^9).
+///
+/// Limits, all checked at construction:
+/// - `count >= 1`, `period >= 1 ns`, `burst >= 1`;
+/// - rate at most 16·10^9 units per second ([`QuotaError::RateTooHigh`]);
+/// - period at most [`TIME_HORIZON_NS`] ([`QuotaError::PeriodTooLong`]);
+/// - `burst × T` below about 9 years ([`QuotaError::BurstTooLarge`]).
+///
+/// ```
+/// use nanolimit::Gcra;
+/// use std::time::Duration;
+///
+/// // 100 requests per second, bursts of up to 10.
+/// let quota = Gcra::per_second(100)?.with_burst(10)?;
+/// assert_eq!(quota.burst(), 10);
+/// assert_eq!(quota.emission_interval(), Duration::from_millis(10));
+///
+/// // Usable in constants too.
+/// const PER_IP: Gcra = match Gcra::per_minute(600) {
+///     Ok(quota) => quota,
+///     Err(_) => panic!("invalid quota"),
+/// };
+/// assert_eq!(PER_IP.count(), 600);
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Gcra {
+    count: u64,
+    period_ns: u64,
+    burst: u64,
+    /// `ticks per ns × 2^59`, rounded up: the scale of this quota's state word.
+    ticks_per_ns_q59: u64,
+    /// `T` in ticks (a power of two unless the quota was rebased onto another scale).
+    emission_interval_ticks: u64,
+    /// `tau = burst × T` in ticks.
+    tolerance_ticks: u64,
+}
+
+impl Gcra {
+    /// `count` units per second; bursts of up to `count`.
+    pub const fn per_second(count: u64) -> Result<Gcra, QuotaError> {
+        Gcra::new(count, 1_000_000_000)
+    }
+
+    /// `count` units per minute; bursts of up to `count`.
+    pub const fn per_minute(count: u64) -> Result<Gcra, QuotaError> {
+        Gcra::new(count, 60 * 1_000_000_000)
+    }
+
+    /// `count` units per hour; bursts of up to `count`.
+    pub const fn per_hour(count: u64) -> Result<Gcra, QuotaError> {
+        Gcra::new(count, 3_600 * 1_000_000_000)
+    }
+
+    /// `count` units per day; bursts of up to `count`.
+    pub const fn per_day(count: u64) -> Result<Gcra, QuotaError> {
+        Gcra::new(count, 86_400 * 1_000_000_000)
+    }
+
+    /// `count` units per `period`; bursts of up to `count`.
+    ///
+    /// ```
+    /// use nanolimit::Gcra;
+    /// use std::time::Duration;
+    ///
+    /// let quota = Gcra::per_period(3, Duration::from_secs(1))?;
+    /// assert_eq!(quota.emission_interval(), Duration::from_nanos(333_333_333));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub const fn per_period(count: u64, period: Duration) -> Result<Gcra, QuotaError> {
+        let period_ns = period.as_nanos();
+        if period_ns > TIME_HORIZON_NS as u128 {
+            return Err(QuotaError::PeriodTooLong {
+                max_ns: TIME_HORIZON_NS,
+            });
+        }
+        Gcra::new(count, period_ns as u64)
+    }
+
+    /// One unit every `interval`, no bursts (a burst of 1).
+    pub const fn with_period(interval: Duration) -> Result<Gcra, QuotaError> {
+        match Gcra::per_period(1, interval) {
+            Ok(quota) => Ok(quota),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// `count` units per `period_ns` nanoseconds; bursts of up to `count`.
+    pub const fn new(count: u64, period_ns: u64) -> Result<Gcra, QuotaError> {
+        Gcra::with_burst_checked(count, period_ns, count)
+    }
+
+    /// The same rate with bursts of up to `burst` units.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, QuotaError};
+    ///
+    /// assert_eq!(Gcra::per_second(5)?.with_burst(0), Err(QuotaError::ZeroBurst));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub const fn with_burst(self, burst: u64) -> Result<Gcra, QuotaError> {
+        Gcra::with_burst_checked(self.count, self.period_ns, burst)
+    }
+
+    const fn with_burst_checked(
+        count: u64,
+        period_ns: u64,
+        burst: u64,
+    ) -> Result<Gcra, QuotaError> {
+        if count == 0 {
+            return Err(QuotaError::ZeroRate);
+        }
+        if period_ns == 0 {
+            return Err(QuotaError::ZeroPeriod);
+        }
+        if period_ns > TIME_HORIZON_NS {
+            return Err(QuotaError::PeriodTooLong {
+                max_ns: TIME_HORIZON_NS,
+            });
+        }
+        if burst == 0 {
+            return Err(QuotaError::ZeroBurst);
+        }
+        // The tick is T / 2^k with the largest k such that the horizon fits 2^63 ticks:
+        // 2^59 ns × 2^k / T <= 2^63, i.e. count × 2^k <= 16 × period.
+        let budget = (period_ns as u128) << (MAX_TICKS_LOG2 - TICKS_PER_NS_SHIFT);
+        if (count as u128) > budget {
+            return Err(QuotaError::RateTooHigh {
+                max_per_second: MAX_RATE_PER_SECOND,
+            });
+        }
+        let mut k: u32 = 0;
+        while k < 63 && ((count as u128) << (k + 1)) <= budget {
+            k += 1;
+        }
+        let emission_interval_ticks = 1u64 << k;
+        // ticks per ns = 2^k × count / period; count × 2^k <= 16 × period keeps the Q59 value
+        // at or below 2^63, and the shifted numerator below 2^127. Rounded up, so that a reading
+        // of exactly `t` ns is never short of the ticks that `t` holds: a request made exactly
+        // when it becomes due passes (at most one tick, 1/8 ns, early), and the clock's long-run
+        // error is below 2^-59 relative.
+        let ticks_per_ns_q59 =
+            ((count as u128) << (k + TICKS_PER_NS_SHIFT)).div_ceil(period_ns as u128) as u64;
+        match tolerance(burst, emission_interval_ticks) {
+            Ok(tolerance_ticks) => Ok(Gcra {
+                count,
+                period_ns,
+                burst,
+                ticks_per_ns_q59,
+                emission_interval_ticks,
+                tolerance_ticks,
+            }),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Units per period, as configured.
+    pub const fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The period, as configured.
+    pub const fn period(&self) -> Duration {
+        Duration::from_nanos(self.period_ns)
+    }
+
+    /// The largest burst: the units a fresh key may use at once.
+    pub const fn burst(&self) -> u64 {
+        self.burst
+    }
+
+    /// `period / count`, rounded down to whole nanoseconds (the state keeps it exactly).
+    pub const fn emission_interval(&self) -> Duration {
+        Duration::from_nanos(self.period_ns / self.count)
+    }
+
+    /// The configured rate in units per second.
+    pub fn rate_per_second(&self) -> f64 {
+        self.count as f64 * 1e9 / self.period_ns as f64
+    }
+
+    /// Converts a duration in ticks to nanoseconds, rounding up.
+    fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        let ns = ((ticks as u128) << TICKS_PER_NS_SHIFT).div_ceil(self.ticks_per_ns_q59 as u128);
+        u64::try_from(ns).unwrap_or(u64::MAX)
+    }
+}
+
+const fn tolerance(burst: u64, emission_interval_ticks: u64) -> Result<u64, QuotaError> {
+    let max = (MAX_TOLERANCE_TICKS - 1) / emission_interval_ticks;
+    if burst > max {
+        return Err(QuotaError::BurstTooLarge {
+            requested: burst,
+            max,
+        });
+    }
+    Ok(burst * emission_interval_ticks)
+}
+
+impl Sealed for Gcra {}
+
+impl Algorithm for Gcra {
+    /// Ticks since the clock's origin.
+    type Instant = u64;
+
+    #[inline]
+    fn instant(&self, now_ns: u64) -> u64 {
+        let now_ns = if now_ns < TIME_HORIZON_NS {
+            now_ns
+        } else {
+            TIME_HORIZON_NS
+        };
+        // At most 2^59 × 2^63 before the shift: fits u128; at most 2^63 after it.
+        ((now_ns as u128 * self.ticks_per_ns_q59 as u128) >> TICKS_PER_NS_SHIFT) as u64
+    }
+
+    #[inline]
+    fn step(&self, tat: u64, now: u64, cost: u64) -> Step {
+        let base = if tat > now { tat } else { now };
+        let new_tat = base.saturating_add(cost.saturating_mul(self.emission_interval_ticks));
+        if new_tat <= now.saturating_add(self.tolerance_ticks) {
+            Step::Allow(new_tat)
+        } else {
+            Step::Deny
+        }
+    }
+
+    #[inline]
+    fn capacity(&self) -> u64 {
+        self.burst
+    }
+
+    fn remaining(&self, tat: u64, now: u64) -> u64 {
+        let base = tat.max(now);
+        now.saturating_add(self.tolerance_ticks)
+            .saturating_sub(base)
+            / self.emission_interval_ticks
+    }
+
+    fn reset_after_ns(&self, tat: u64, now: u64) -> u64 {
+        self.ticks_to_ns(tat.saturating_sub(now))
+    }
+
+    fn retry_after_ns(&self, tat: u64, now: u64, cost: u64) -> u64 {
+        let new_tat = tat
+            .max(now)
+            .saturating_add(cost.saturating_mul(self.emission_interval_ticks));
+        self.ticks_to_ns(new_tat.saturating_sub(now.saturating_add(self.tolerance_ticks)))
+    }
+
+    #[inline]
+    fn is_fresh(&self, tat: u64, now: u64) -> bool {
+        tat <= now
+    }
+
+    fn rebase(&self, table: &Gcra) -> Result<Gcra, QuotaError> {
+        if self.ticks_per_ns_q59 == table.ticks_per_ns_q59 {
+            return Ok(*self);
+        }
+        // T in the table's ticks: period × ticks_per_ns / count, rounded up so the rebased
+        // quota never admits faster than configured.
+        let numerator = self.period_ns as u128 * table.ticks_per_ns_q59 as u128;
+        let denominator = (self.count as u128) << TICKS_PER_NS_SHIFT;
+        let emission_interval_ticks =
+            u64::try_from(numerator.div_ceil(denominator)).map_err(|_| {
+                QuotaError::PeriodTooLong {
+                    max_ns: TIME_HORIZON_NS,
+                }
+            })?;
+        let tolerance_ticks = tolerance(self.burst, emission_interval_ticks)?;
+        Ok(Gcra {
+            ticks_per_ns_q59: table.ticks_per_ns_q59,
+            emission_interval_ticks,
+            tolerance_ticks,
+            ..*self
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emission_interval_is_an_exact_power_of_two_ticks() {
+        for (count, period) in [
+            (1, 86_400_000_000_000u64),
+            (3, 1_000_000_000),
+            (12_500_000_000, 1_000_000_000),
+        ] {
+            let quota = Gcra::new(count, period).unwrap();
+            assert!(quota.emission_interval_ticks.is_power_of_two());
+            // The horizon fits 2^63 ticks.
+            assert!(quota.instant(TIME_HORIZON_NS) <= 1 << 63);
+        }
+    }
+}

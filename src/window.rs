@@ -1,0 +1,116 @@
+//! What the two window algorithms share: the validated window length and a division-free way
+//! to turn a clock reading into (window index, time elapsed in that window).
+
+use crate::clock::TIME_HORIZON_NS;
+use crate::error::QuotaError;
+use std::time::Duration;
+
+/// Dividends are below 2^60 (clock readings are clamped to 2^59).
+const DIVIDEND_BITS: u32 = 60;
+
+/// A window length with a precomputed reciprocal, so that `now / window_ns` is a multiply and a
+/// shift (Granlund–Montgomery: with `l = ceil(log2 d)` and `m = ceil(2^(60+l) / d)`,
+/// `floor(n / d) = floor(n·m / 2^(60+l))` for every `n < 2^60`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct WindowLength {
+    pub(crate) window_ns: u64,
+    reciprocal: u64,
+    reciprocal_shift: u32,
+}
+
+/// "Now" for window algorithms: which window, and how far into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowInstant {
+    /// Whole windows since the clock's origin.
+    pub window_index: u64,
+    /// Nanoseconds since the start of that window (below the window length).
+    pub elapsed_ns: u64,
+}
+
+impl WindowLength {
+    pub(crate) const fn new(window: Duration, min_ns: u64) -> Result<WindowLength, QuotaError> {
+        let window_ns = window.as_nanos();
+        if window_ns == 0 {
+            return Err(QuotaError::ZeroPeriod);
+        }
+        if window_ns < min_ns as u128 {
+            return Err(QuotaError::WindowTooShort { min_ns });
+        }
+        if window_ns > TIME_HORIZON_NS as u128 {
+            return Err(QuotaError::PeriodTooLong {
+                max_ns: TIME_HORIZON_NS,
+            });
+        }
+        let window_ns = window_ns as u64;
+        // l = ceil(log2(window_ns)), at most 59.
+        let mut l = 0;
+        while (1u64 << l) < window_ns {
+            l += 1;
+        }
+        let shift = DIVIDEND_BITS + l;
+        let reciprocal = (1u128 << shift).div_ceil(window_ns as u128);
+        Ok(WindowLength {
+            window_ns,
+            // At most 2^60 + 1: fits u64.
+            reciprocal: reciprocal as u64,
+            reciprocal_shift: shift,
+        })
+    }
+
+    #[inline]
+    pub(crate) fn instant(&self, now_ns: u64) -> WindowInstant {
+        let now_ns = if now_ns < TIME_HORIZON_NS {
+            now_ns
+        } else {
+            TIME_HORIZON_NS
+        };
+        let window_index =
+            ((now_ns as u128 * self.reciprocal as u128) >> self.reciprocal_shift) as u64;
+        WindowInstant {
+            window_index,
+            elapsed_ns: now_ns - window_index * self.window_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reciprocal_division_matches_hardware_division() {
+        let windows = [
+            1_000_000u64,
+            1_000_000_007,
+            3,
+            7_919,
+            1 << 40,
+            (1 << 59) - 1,
+            86_400_000_000_000,
+        ];
+        for &window_ns in &windows {
+            let length = WindowLength::new(Duration::from_nanos(window_ns), 1).unwrap();
+            let probes = [
+                0,
+                1,
+                window_ns - 1,
+                window_ns,
+                window_ns + 1,
+                TIME_HORIZON_NS - 1,
+                TIME_HORIZON_NS,
+            ];
+            let mut seed = window_ns;
+            let randoms = (0..10_000).map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed % (TIME_HORIZON_NS + 1)
+            });
+            for now in probes.into_iter().chain(randoms) {
+                let instant = length.instant(now);
+                assert_eq!(instant.window_index, now / window_ns, "{now} / {window_ns}");
+                assert_eq!(instant.elapsed_ns, now % window_ns);
+            }
+        }
+    }
+}
