@@ -33,6 +33,7 @@ pub struct Decision<A: Algorithm> {
     state: u64,
     now: A::Instant,
     policy: A,
+    untracked: bool,
 }
 
 impl<A: Algorithm> Decision<A> {
@@ -44,7 +45,29 @@ impl<A: Algorithm> Decision<A> {
             state,
             now,
             policy,
+            untracked: false,
         }
+    }
+
+    /// A decision for a key the keyed table had no room to track (see
+    /// [`WhenFull`](crate::WhenFull)): judged as a fresh key, nothing stored.
+    #[inline]
+    pub(crate) fn for_untracked_key(allowed: bool, cost: u64, now: A::Instant, policy: A) -> Self {
+        Decision {
+            allowed,
+            cost,
+            state: A::FRESH,
+            now,
+            policy,
+            untracked: true,
+        }
+    }
+
+    /// Whether a keyed table was full of live entries and did not track this key: the decision
+    /// was made by its [`WhenFull`](crate::WhenFull) policy, not by the key's own state.
+    /// Always false for direct limiters.
+    pub fn is_untracked(&self) -> bool {
+        self.untracked
     }
 
     /// Whether the request may proceed.
@@ -81,7 +104,7 @@ impl<A: Algorithm> Decision<A> {
 
     /// How long until this request would pass, with no other traffic: zero when allowed.
     pub fn retry_after(&self) -> Duration {
-        if self.allowed {
+        if self.allowed || self.untracked {
             Duration::ZERO
         } else {
             Duration::from_nanos(self.policy.retry_after_ns(self.state, self.now, self.cost))

@@ -1,1 +1,1101 @@
-//! keyed (todo)
+//! Keyed limiters: one quota, one state word per key, in a bounded, sharded, cache-padded table
+//! built for hot paths and hostile traffic.
+//!
+//! # Table layout
+//!
+//! The table is a boxed slice of [`CachePadded`] shards (a power of two of them); a shard is a
+//! fixed array of 64-byte-aligned buckets of [`SLOTS_PER_BUCKET`] slots. A key hashes (ahash,
+//! with a random seed per table, so clients cannot aim keys at one bucket) to a shard and to two
+//! candidate buckets in it: the key may live in any of those 8 slots. Nothing is ever allocated
+//! after construction, whatever the number of distinct keys seen.
+//!
+//! A slot is its key's identity words followed by its state word:
+//!
+//! | key mode | identity | slot | bytes per key |
+//! |---|---|---|---|
+//! | [`Hashed`] (default) | the key's 64-bit seeded hash | `[hash, state]` | 16 |
+//! | [`Exact`] | the key itself, up to 128 bits | `[low, high, state]` | 32 (24 + padding) |
+//!
+//! With [`Hashed`] keys the state word sits in the same cache line as the key's tag.
+//!
+//! # Slot protocol
+//!
+//! The state word doubles as the slot's control word: [`VACANT`] (never used), [`RESERVED`]
+//! (being (re)assigned under the shard's insert lock), or a live algorithm state.
+//!
+//! - **Check of a present key** (lock-free, no allocation, no key clone): load the state with
+//!   Acquire; skip sentinels; compare the identity words; run the shared CAS driver on the state
+//!   word. After every lost race the driver's guard re-reads the identity before stepping again,
+//!   and aborts (the lookup starts over) if the slot was reassigned.
+//! - **Insert of a new key** (slow path): take the shard's insert lock, look again (another
+//!   thread may just have inserted it), then claim a slot: a vacant one, else one whose state is
+//!   [equivalent to fresh](Algorithm::is_fresh) (claimed by CAS from that state to [`RESERVED`],
+//!   which fails if a checker touched it meanwhile), else what [`WhenFull`] says. Write the
+//!   identity, then publish the key's first state with a Release store.
+//!
+//! The insert lock serialises inserts within one shard only; checks never take it, so a check of
+//! a present key never waits for an insert (the lock exists so that two threads inserting the
+//! same new key produce one entry: both re-check under it, and the second finds the first's).
+//!
+//! Why a check can never update a slot after it was given to another key: its CAS succeeds only
+//! if the state word still holds the value it observed while the identity was its key's. Every
+//! algorithm writes only values strictly greater than the value they replace, and a slot is
+//! reassigned only from a state that was fresh at the inserter's time, with a first state greater
+//! than it (see the invariants on [`Algorithm`]); so a state word never returns to a value
+//! observed under a previous key (for window algorithms, barring 2^24 resp. 2^40 windows between
+//! one thread's load and its CAS). Evictions ([`WhenFull::EvictClosestToFresh`]) keep this by
+//! letting the new key inherit the evicted state, which can only make it stricter.
+//!
+//! # Quotas per call
+//!
+//! [`KeyedLimiter::check_key_with`] checks a key against a quota other than the table's (tiers,
+//! or a quota that changes at runtime). The quota is first [rebased](Algorithm::rebase) onto the
+//! table's units, so all entries stay comparable:
+//! - GCRA: any rate. A quota with the table quota's emission interval is used as is; any other
+//!   one is expressed in the table's ticks, its interval rounded up to a whole tick (a tick is at
+//!   most 1/8 ns: relative rate error below 1/(8 × interval in ns), and never faster than
+//!   configured). The stored theoretical arrival time carries over when a key's quota changes:
+//!   the debt it has run up is kept in time, and the new burst and rate apply from the next check.
+//! - Windows: the same window length as the table's quota (else
+//!   [`QuotaError::IncompatibleQuota`]); the counts carry over and the new limit applies at once.
+//!
+//! # Key identity and collisions
+//!
+//! [`Hashed`] keeps a 64-bit seeded hash, not the key: two distinct keys share a state only if
+//! all 64 bits of their hashes agree. For a lookup, the chance that some other key among the
+//! (at most 8) entries in its candidate buckets has the same hash is at most
+//! `8 / 2^(64 − b)`, where `2^b` is the number of buckets in the table (for a 100,000-key
+//! table, `b ≈ 15` and this is below 2^-46, about 1.4·10^-14 per lookup). [`Exact`] stores
+//! integer keys up to 128 bits (IPv4, IPv6, `u64` ids) and never confuses two keys.
+
+use crate::algorithm::{Algorithm, Sealed, Step};
+use crate::clock::{Clock, QuantaClock};
+use crate::decision::Decision;
+use crate::driver::{self, Applied};
+use crate::error::{InsufficientCapacity, QuotaError};
+use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use core::fmt;
+use core::hash::Hash;
+use core::marker::PhantomData;
+use crossbeam_utils::CachePadded;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Slots per bucket: with [`Hashed`] keys a bucket is two 64-byte cache lines, each holding
+/// four (tag, state) pairs.
+pub const SLOTS_PER_BUCKET: usize = 8;
+/// State word of a slot that never held a key. No algorithm produces it.
+pub const VACANT: u64 = u64::MAX;
+/// State word of a slot being (re)assigned under its shard's insert lock.
+pub const RESERVED: u64 = u64::MAX - 1;
+
+/// What a keyed table does with a new key when every slot the key may use holds a live entry.
+///
+/// ```
+/// use nanolimit::{FixedWindow, KeyedLimiter, ManualClock, WhenFull};
+///
+/// let limiter = KeyedLimiter::builder(FixedWindow::per_second(10)?)
+///     .capacity(4)
+///     .shards(1)
+///     .when_full(WhenFull::Allow)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// for key in 0..100u32 {
+///     assert!(limiter.check_key(&key).is_allowed());
+/// }
+/// assert!(limiter.stats().untracked_new_keys > 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum WhenFull {
+    /// Deny the new key (fail closed). The default: a flood of new keys can never push out a
+    /// live key's state, so every live key keeps its exact limit.
+    #[default]
+    Deny,
+    /// Allow the request without tracking the key (fail open).
+    Allow,
+    /// Evict the candidate entry closest to fresh (soonest to reset); the new key inherits its
+    /// state, so an eviction never loosens a limit for the new key, but the evicted key starts
+    /// fresh when it returns.
+    EvictClosestToFresh,
+}
+
+/// Counters of a keyed table's slow-path events, summed over its shards.
+///
+/// ```
+/// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+///
+/// let limiter = KeyedLimiter::builder(Gcra::per_second(1)?)
+///     .capacity(16)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// let _ = limiter.check_key(&"alice");
+/// let _ = limiter.check_key(&"alice");
+/// assert_eq!(limiter.stats().inserts, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct KeyedStats {
+    /// New keys given a slot.
+    pub inserts: u64,
+    /// Inserts that reused the slot of an entry equivalent to fresh.
+    pub reclaims: u64,
+    /// New keys denied because their candidate slots were all live ([`WhenFull::Deny`]).
+    pub refused_new_keys: u64,
+    /// New keys allowed without being tracked ([`WhenFull::Allow`]).
+    pub untracked_new_keys: u64,
+    /// Live entries evicted for a new key ([`WhenFull::EvictClosestToFresh`]).
+    pub evictions: u64,
+}
+
+/// Why a keyed table could not be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TableError {
+    /// A capacity of zero keys.
+    ZeroCapacity,
+    /// A shard count that is zero or not a power of two.
+    ShardsNotPowerOfTwo {
+        /// The shard count asked for.
+        shards: usize,
+    },
+    /// A capacity whose table would not fit in memory addressing.
+    CapacityTooLarge {
+        /// The capacity asked for.
+        capacity: usize,
+    },
+}
+
+impl fmt::Display for TableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TableError::ZeroCapacity => f.write_str("keyed table capacity is zero"),
+            TableError::ShardsNotPowerOfTwo { shards } => {
+                write!(f, "keyed table shard count {shards} is not a power of two")
+            }
+            TableError::CapacityTooLarge { capacity } => {
+                write!(f, "keyed table capacity {capacity} is too large")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TableError {}
+
+/// Why a check with a per-call quota failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CheckError {
+    /// The quota cannot share state with the table's quota, or does not fit its units.
+    Quota(QuotaError),
+    /// The cost exceeds the quota's capacity: it can never pass.
+    Capacity(InsufficientCapacity),
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckError::Quota(error) => error.fmt(f),
+            CheckError::Capacity(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
+
+impl From<QuotaError> for CheckError {
+    fn from(error: QuotaError) -> Self {
+        CheckError::Quota(error)
+    }
+}
+
+impl From<InsufficientCapacity> for CheckError {
+    fn from(error: InsufficientCapacity) -> Self {
+        CheckError::Capacity(error)
+    }
+}
+
+/// Keys stored exactly by [`Exact`] tables: integers up to 128 bits and IP addresses.
+///
+/// [`IpAddr::V4`] is stored as its IPv4-mapped IPv6 address (`::ffff:a.b.c.d`), so it shares a
+/// state with that address written as IPv6: the same host.
+///
+/// ```
+/// use nanolimit::ExactKey;
+/// use std::net::Ipv4Addr;
+///
+/// assert_eq!(Ipv4Addr::new(10, 0, 0, 1).to_u128(), 0x0a00_0001);
+/// ```
+pub trait ExactKey {
+    /// The key as a 128-bit integer; distinct keys must give distinct integers.
+    fn to_u128(&self) -> u128;
+}
+
+macro_rules! exact_unsigned {
+    ($($t:ty),*) => {$(
+        impl ExactKey for $t {
+            #[inline]
+            fn to_u128(&self) -> u128 {
+                *self as u128
+            }
+        }
+    )*};
+}
+exact_unsigned!(u8, u16, u32, u64, u128, usize);
+
+macro_rules! exact_signed {
+    ($($t:ty => $u:ty),*) => {$(
+        impl ExactKey for $t {
+            #[inline]
+            fn to_u128(&self) -> u128 {
+                *self as $u as u128
+            }
+        }
+    )*};
+}
+exact_signed!(i8 => u8, i16 => u16, i32 => u32, i64 => u64, i128 => u128, isize => usize);
+
+impl ExactKey for Ipv4Addr {
+    #[inline]
+    fn to_u128(&self) -> u128 {
+        u32::from(*self) as u128
+    }
+}
+
+impl ExactKey for Ipv6Addr {
+    #[inline]
+    fn to_u128(&self) -> u128 {
+        u128::from(*self)
+    }
+}
+
+impl ExactKey for IpAddr {
+    #[inline]
+    fn to_u128(&self) -> u128 {
+        match self {
+            IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
+            IpAddr::V6(v6) => u128::from(*v6),
+        }
+    }
+}
+
+impl<T: ExactKey + ?Sized> ExactKey for &T {
+    #[inline]
+    fn to_u128(&self) -> u128 {
+        (**self).to_u128()
+    }
+}
+
+/// Key mode: keys are stored as their 64-bit seeded hash (any `Hash` key; 16 bytes per key).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Hashed;
+
+/// Key mode: integer keys up to 128 bits are stored exactly (32 bytes per key).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Exact;
+
+mod slot {
+    //! Slot types. Public items of a private module: nameable by the sealed [`KeyMode`] trait,
+    //! invisible to users.
+    use crate::sync::{AtomicU64, Ordering};
+
+    /// The operations the table needs from a slot.
+    pub trait SlotOps: Send + Sync + Sized {
+        /// The identity words of a key.
+        type Identity: Copy + Eq;
+        /// A slot holding no key.
+        fn vacant() -> Self;
+        /// The state word.
+        fn state(&self) -> &AtomicU64;
+        /// Whether the identity words equal `identity`.
+        fn holds(&self, identity: &Self::Identity) -> bool;
+        /// Overwrites the identity words (only while the state word is `RESERVED`).
+        fn set_identity(&self, identity: &Self::Identity);
+    }
+
+    /// A slot with `WORDS` identity words.
+    #[derive(Debug)]
+    pub struct Slot<const WORDS: usize> {
+        identity: [AtomicU64; WORDS],
+        state: AtomicU64,
+    }
+
+    impl<const WORDS: usize> SlotOps for Slot<WORDS> {
+        type Identity = [u64; WORDS];
+
+        fn vacant() -> Self {
+            Slot {
+                identity: core::array::from_fn(|_| AtomicU64::new(0)),
+                state: AtomicU64::new(super::VACANT),
+            }
+        }
+
+        #[inline]
+        fn state(&self) -> &AtomicU64 {
+            &self.state
+        }
+
+        #[inline]
+        fn holds(&self, identity: &[u64; WORDS]) -> bool {
+            // ORDERING: Relaxed. The caller loaded the state word with Acquire (directly or via
+            // the driver's failed CAS), which synchronises with the Release store that published
+            // these words; a later reassignment is caught by the state CAS failing (see the
+            // module docs), so a torn or newer read here can only produce a false mismatch for a
+            // key that is being removed.
+            self.identity
+                .iter()
+                .zip(identity)
+                .all(|(word, expected)| word.load(Ordering::Relaxed) == *expected)
+        }
+
+        #[inline]
+        fn set_identity(&self, identity: &[u64; WORDS]) {
+            for (word, value) in self.identity.iter().zip(identity) {
+                // ORDERING: Relaxed; published by the Release store of the state word that
+                // follows (see `Table::publish`).
+                word.store(*value, Ordering::Relaxed);
+            }
+        }
+    }
+}
+use slot::{Slot, SlotOps};
+
+/// How a keyed table stores its keys: [`Hashed`] or [`Exact`].
+pub trait KeyMode<K: ?Sized>: Sealed + Send + Sync + 'static {
+    #[doc(hidden)]
+    type Slot: SlotOps;
+    #[doc(hidden)]
+    fn identify(hasher: &ahash::RandomState, key: &K) -> (u64, <Self::Slot as SlotOps>::Identity);
+}
+
+impl Sealed for Hashed {}
+impl Sealed for Exact {}
+
+impl<K: Hash + ?Sized> KeyMode<K> for Hashed {
+    type Slot = Slot<1>;
+
+    #[inline]
+    fn identify(hasher: &ahash::RandomState, key: &K) -> (u64, [u64; 1]) {
+        let hash = hasher.hash_one(key);
+        (hash, [hash])
+    }
+}
+
+impl<K: ExactKey + ?Sized> KeyMode<K> for Exact {
+    type Slot = Slot<2>;
+
+    #[inline]
+    fn identify(hasher: &ahash::RandomState, key: &K) -> (u64, [u64; 2]) {
+        let value = key.to_u128();
+        (hasher.hash_one(value), [value as u64, (value >> 64) as u64])
+    }
+}
+
+/// One cache-line-aligned bucket of slots.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Bucket<S> {
+    slots: [S; SLOTS_PER_BUCKET],
+}
+
+#[derive(Debug)]
+struct Shard<S> {
+    buckets: Box<[Bucket<S>]>,
+    insert_lock: Mutex<()>,
+    inserts: AtomicU64,
+    reclaims: AtomicU64,
+    refused_new_keys: AtomicU64,
+    untracked_new_keys: AtomicU64,
+    evictions: AtomicU64,
+}
+
+impl<S> Shard<S> {
+    fn count(counter: &AtomicU64) {
+        // ORDERING: Relaxed; a statistic, read with Relaxed loads, publishing nothing.
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The table: shards of buckets of slots, plus placement.
+#[derive(Debug)]
+struct Table<S> {
+    shards: Box<[CachePadded<Shard<S>>]>,
+    shard_mask: u64,
+    buckets_per_shard: u64,
+}
+
+/// Where a key may live.
+#[derive(Debug, Clone, Copy)]
+struct Placement {
+    shard: usize,
+    first_bucket: usize,
+    second_bucket: usize,
+}
+
+impl Placement {
+    /// The candidate buckets, in probe order, without repeats.
+    #[inline]
+    fn buckets(self) -> impl Iterator<Item = usize> {
+        let second = (self.second_bucket != self.first_bucket).then_some(self.second_bucket);
+        core::iter::once(self.first_bucket).chain(second)
+    }
+}
+
+/// The table allocates `capacity + capacity / HEADROOM_DIVISOR` slots.
+const HEADROOM_DIVISOR: usize = 3;
+
+/// A multiplier that spreads a hash's low bits into its high bits (odd, so bijective).
+const SECOND_BUCKET_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl<S: SlotOps> Table<S> {
+    fn new(capacity: usize, shards: usize) -> Result<Self, TableError> {
+        if capacity == 0 {
+            return Err(TableError::ZeroCapacity);
+        }
+        if shards == 0 || !shards.is_power_of_two() {
+            return Err(TableError::ShardsNotPowerOfTwo { shards });
+        }
+        // Headroom: a third more slots than keys, so that the requested number of live keys fits
+        // before a new key finds both its buckets full (measured: the first refusal comes at
+        // 71-84 % of the slots, i.e. at about the requested capacity).
+        let slots = capacity
+            .checked_add(capacity / HEADROOM_DIVISOR)
+            .ok_or(TableError::CapacityTooLarge { capacity })?;
+        let slots_per_shard = slots.div_ceil(shards);
+        let buckets_per_shard = slots_per_shard.div_ceil(SLOTS_PER_BUCKET).max(1);
+        if buckets_per_shard > u32::MAX as usize
+            || buckets_per_shard
+                .checked_mul(shards)
+                .and_then(|buckets| buckets.checked_mul(core::mem::size_of::<Bucket<S>>()))
+                .is_none_or(|bytes| bytes > isize::MAX as usize)
+        {
+            return Err(TableError::CapacityTooLarge { capacity });
+        }
+        let shards = (0..shards)
+            .map(|_| {
+                CachePadded::new(Shard {
+                    buckets: (0..buckets_per_shard)
+                        .map(|_| Bucket {
+                            slots: core::array::from_fn(|_| S::vacant()),
+                        })
+                        .collect(),
+                    insert_lock: Mutex::new(()),
+                    inserts: AtomicU64::new(0),
+                    reclaims: AtomicU64::new(0),
+                    refused_new_keys: AtomicU64::new(0),
+                    untracked_new_keys: AtomicU64::new(0),
+                    evictions: AtomicU64::new(0),
+                })
+            })
+            .collect::<Box<[_]>>();
+        Ok(Table {
+            shard_mask: shards.len() as u64 - 1,
+            shards,
+            buckets_per_shard: buckets_per_shard as u64,
+        })
+    }
+
+    #[inline]
+    fn place(&self, hash: u64) -> Placement {
+        // Shard from the low bits, buckets from two (nearly) independent high halves, mapped
+        // onto the bucket count by multiply-shift (no division, no power-of-two rounding).
+        let first = ((hash >> 32) * self.buckets_per_shard) >> 32;
+        let second = ((hash.wrapping_mul(SECOND_BUCKET_MIX) >> 32) * self.buckets_per_shard) >> 32;
+        Placement {
+            shard: (hash & self.shard_mask) as usize,
+            first_bucket: first as usize,
+            second_bucket: second as usize,
+        }
+    }
+
+    /// The slots a key may live in, in probe order.
+    #[inline]
+    fn candidates(&self, placement: Placement) -> impl Iterator<Item = &S> {
+        let buckets = &self.shards[placement.shard].buckets;
+        placement
+            .buckets()
+            .flat_map(move |bucket| buckets[bucket].slots.iter())
+    }
+
+    /// The slot holding `identity` and the state observed in it, if any.
+    #[inline]
+    fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
+        self.candidates(placement).find_map(|slot| {
+            // ORDERING: Acquire, pairs with the Release store that published the slot's
+            // identity (`publish`) or a later CAS in its release sequence, so the identity words
+            // read next are at least as new as this state.
+            let state = slot.state().load(Ordering::Acquire);
+            (state < RESERVED && slot.holds(identity)).then_some((slot, state))
+        })
+    }
+
+    fn lock(&self, shard: usize) -> MutexGuard<'_, ()> {
+        // A poisoned lock only means another inserter panicked (which the table never does by
+        // itself); the slots it guards are still consistent, since every slot write is atomic.
+        self.shards[shard]
+            .insert_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn publish(slot: &S, identity: &S::Identity, state: u64) {
+        slot.set_identity(identity);
+        // ORDERING: Release, pairs with the Acquire loads in `find` and the driver: a thread
+        // that observes this state (or any later CAS of it) sees the identity written above.
+        slot.state().store(state, Ordering::Release);
+    }
+
+    fn stats(&self) -> KeyedStats {
+        // ORDERING: Relaxed loads of statistics; no other memory depends on them.
+        let sum = |counter: fn(&Shard<S>) -> &AtomicU64| {
+            self.shards
+                .iter()
+                .map(|shard| counter(shard).load(Ordering::Relaxed))
+                .sum()
+        };
+        KeyedStats {
+            inserts: sum(|shard| &shard.inserts),
+            reclaims: sum(|shard| &shard.reclaims),
+            refused_new_keys: sum(|shard| &shard.refused_new_keys),
+            untracked_new_keys: sum(|shard| &shard.untracked_new_keys),
+            evictions: sum(|shard| &shard.evictions),
+        }
+    }
+
+    fn slot_count(&self) -> usize {
+        self.shards.len() * self.buckets_per_shard as usize * SLOTS_PER_BUCKET
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.shards.len()
+            * (core::mem::size_of::<CachePadded<Shard<S>>>()
+                + self.buckets_per_shard as usize * core::mem::size_of::<Bucket<S>>())
+            + core::mem::size_of::<Self>()
+    }
+}
+
+/// A rate limiter with one state per key: client IPs, user ids, flow tuples.
+///
+/// Checks of a key already in the table are lock-free and allocation-free; see the
+/// [module documentation](self) for the table, the slot protocol and per-call quotas.
+///
+/// `K` is the key type (`?Sized`: a `KeyedLimiter<str, _>` takes `&str`); `M` how keys are
+/// stored: [`Hashed`] (default, any `Hash` key) or [`Exact`] (see [`ExactKeyedLimiter`]).
+///
+/// ```
+/// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+/// use std::net::Ipv4Addr;
+///
+/// let limiter = KeyedLimiter::builder(Gcra::per_second(2)?)
+///     .capacity(100_000)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// let alice = Ipv4Addr::new(192, 0, 2, 1);
+/// let bob = Ipv4Addr::new(192, 0, 2, 2);
+/// assert!(limiter.check_key(&alice).is_allowed());
+/// assert!(limiter.check_key(&alice).is_allowed());
+/// assert!(limiter.check_key(&alice).is_denied());
+/// assert!(limiter.check_key(&bob).is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct KeyedLimiter<K: ?Sized, A: Algorithm, C: Clock = QuantaClock, M: KeyMode<K> = Hashed> {
+    table: Table<M::Slot>,
+    capacity: usize,
+    hasher: ahash::RandomState,
+    policy: A,
+    clock: C,
+    when_full: WhenFull,
+    key: PhantomData<fn(&K)>,
+}
+
+/// A keyed limiter storing integer keys (up to 128 bits: IPv4, IPv6, `u64` ids) exactly.
+///
+/// ```
+/// use nanolimit::{ExactKeyedLimiter, FixedWindow, KeyedLimiter, ManualClock};
+/// use std::net::Ipv6Addr;
+///
+/// let limiter: ExactKeyedLimiter<Ipv6Addr, FixedWindow, ManualClock> =
+///     KeyedLimiter::builder(FixedWindow::per_second(1)?)
+///         .capacity(100_000)
+///         .clock(ManualClock::new())
+///         .exact_keys()
+///         .build()?;
+/// assert!(limiter.check_key(&Ipv6Addr::LOCALHOST).is_allowed());
+/// assert!(limiter.check_key(&Ipv6Addr::LOCALHOST).is_denied());
+/// assert_eq!(limiter.bytes_per_key(), 32);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub type ExactKeyedLimiter<K, A, C = QuantaClock> = KeyedLimiter<K, A, C, Exact>;
+
+impl<K: ?Sized, A: Algorithm, C: Clock + fmt::Debug, M: KeyMode<K>> fmt::Debug
+    for KeyedLimiter<K, A, C, M>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedLimiter")
+            .field("policy", &self.policy)
+            .field("clock", &self.clock)
+            .field("capacity", &self.capacity())
+            .field("shards", &self.table.shards.len())
+            .field("when_full", &self.when_full)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`KeyedLimiter`]: capacity, shards, full-table policy, clock and key mode.
+///
+/// ```
+/// use nanolimit::{KeyedLimiter, SlidingWindow, WhenFull};
+///
+/// let limiter = KeyedLimiter::builder(SlidingWindow::per_minute(60)?)
+///     .capacity(10_000)
+///     .shards(8)
+///     .when_full(WhenFull::EvictClosestToFresh)
+///     .build()?;
+/// assert!(limiter.check_key(&42u64).is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until built"]
+pub struct KeyedLimiterBuilder<K: ?Sized, A, C, M> {
+    policy: A,
+    capacity: usize,
+    shards: Option<usize>,
+    when_full: WhenFull,
+    clock: C,
+    marker: PhantomData<(fn(&K), M)>,
+}
+
+impl<K: Hash + ?Sized, A: Algorithm> KeyedLimiter<K, A, QuantaClock, Hashed> {
+    /// The default capacity of a builder: 65,536 keys.
+    pub const DEFAULT_CAPACITY: usize = 1 << 16;
+
+    /// A keyed limiter for up to `capacity` keys, on the default clock, with default shards and
+    /// [`WhenFull::Deny`].
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::new(Gcra::per_second(10)?, 1_000)?;
+    /// assert!(limiter.check_key(&"10.0.0.1").is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(policy: A, capacity: usize) -> Result<Self, TableError> {
+        Self::builder(policy).capacity(capacity).build()
+    }
+
+    /// A builder with the default capacity, shards, clock, [`WhenFull::Deny`] and [`Hashed`]
+    /// keys (switch to [`Exact`] with [`exact_keys`](KeyedLimiterBuilder::exact_keys)).
+    pub fn builder(policy: A) -> KeyedLimiterBuilder<K, A, QuantaClock, Hashed> {
+        KeyedLimiterBuilder {
+            policy,
+            capacity: Self::DEFAULT_CAPACITY,
+            shards: None,
+            when_full: WhenFull::Deny,
+            clock: QuantaClock::new(),
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
+    /// How many live keys the table must hold. It allocates a third more slots as headroom
+    /// (see [`KeyedLimiter::slots`]), once, at [`build`](Self::build); memory never grows.
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// The number of shards, a power of two. Default: the smallest power of two at or above
+    /// 4 × the available parallelism, reduced so that every shard has at least 16 buckets.
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards);
+        self
+    }
+
+    /// What to do with a new key when its candidate slots are all live.
+    pub fn when_full(mut self, when_full: WhenFull) -> Self {
+        self.when_full = when_full;
+        self
+    }
+
+    /// The clock to read.
+    pub fn clock<C2: Clock>(self, clock: C2) -> KeyedLimiterBuilder<K, A, C2, M> {
+        KeyedLimiterBuilder {
+            policy: self.policy,
+            capacity: self.capacity,
+            shards: self.shards,
+            when_full: self.when_full,
+            clock,
+            marker: PhantomData,
+        }
+    }
+
+    /// Store keys exactly ([`Exact`]; integer keys up to 128 bits) instead of as a hash.
+    pub fn exact_keys(self) -> KeyedLimiterBuilder<K, A, C, Exact> {
+        KeyedLimiterBuilder {
+            policy: self.policy,
+            capacity: self.capacity,
+            shards: self.shards,
+            when_full: self.when_full,
+            clock: self.clock,
+            marker: PhantomData,
+        }
+    }
+
+    /// Allocates the table.
+    pub fn build(self) -> Result<KeyedLimiter<K, A, C, M>, TableError>
+    where
+        M: KeyMode<K>,
+    {
+        let shards = match self.shards {
+            Some(shards) => shards,
+            None => default_shards(self.capacity),
+        };
+        Ok(KeyedLimiter {
+            table: Table::new(self.capacity, shards)?,
+            capacity: self.capacity,
+            hasher: ahash::RandomState::new(),
+            policy: self.policy,
+            clock: self.clock,
+            when_full: self.when_full,
+            key: PhantomData,
+        })
+    }
+}
+
+fn default_shards(capacity: usize) -> usize {
+    let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut shards = (parallelism * 4).next_power_of_two();
+    while shards > 1 && capacity / shards < 16 * SLOTS_PER_BUCKET {
+        shards /= 2;
+    }
+    shards
+}
+
+impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> {
+    /// The table's quota.
+    pub fn policy(&self) -> &A {
+        &self.policy
+    }
+
+    /// The clock this limiter reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// How many live keys the table was sized for (as requested at construction).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// How many slots the table has: the capacity plus a third of headroom, rounded up to
+    /// whole buckets.
+    pub fn slots(&self) -> usize {
+        self.table.slot_count()
+    }
+
+    /// The number of shards.
+    pub fn shards(&self) -> usize {
+        self.table.shards.len()
+    }
+
+    /// Total bytes the table occupies, fixed at construction.
+    pub fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+    }
+
+    /// Bytes per key of capacity, all overhead (headroom, padding, shards) included, rounded to
+    /// the nearest byte.
+    pub fn bytes_per_key(&self) -> usize {
+        (self.memory_bytes() + self.capacity() / 2) / self.capacity()
+    }
+
+    /// Slow-path event counters.
+    pub fn stats(&self) -> KeyedStats {
+        self.table.stats()
+    }
+
+    /// Expresses `quota` in this table's units (see the module documentation); checks with the
+    /// result skip the conversion.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<str, _>::new(Gcra::per_second(10)?, 1_000)?;
+    /// let premium = limiter.rebase(&Gcra::per_second(100)?)?;
+    /// assert!(limiter.check_key_with(&"paying-user", &premium)?.is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rebase(&self, quota: &A) -> Result<A, QuotaError> {
+        quota.rebase(&self.policy)
+    }
+
+    /// Checks one unit for `key` now.
+    #[inline]
+    pub fn check_key(&self, key: &K) -> Decision<A> {
+        self.check_key_at(key, self.clock.now_ns())
+    }
+
+    /// Checks one unit for `key` at `now_ns` (a reading of this limiter's clock).
+    #[inline]
+    pub fn check_key_at(&self, key: &K, now_ns: u64) -> Decision<A> {
+        self.decide(key, 1, self.policy.instant(now_ns), &self.policy)
+    }
+
+    /// Checks `cost` units for `key` now, all or nothing.
+    #[inline]
+    pub fn check_key_n(&self, key: &K, cost: u64) -> Result<Decision<A>, InsufficientCapacity> {
+        self.check_key_n_at(key, cost, self.clock.now_ns())
+    }
+
+    /// Checks `cost` units for `key` at `now_ns`, all or nothing.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+    ///
+    /// let limiter = KeyedLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert!(limiter.check_key_n_at(&7u32, 600, 0)?.is_allowed());
+    /// assert!(limiter.check_key_n_at(&7u32, 600, 0)?.is_denied());
+    /// assert!(limiter.check_key_n_at(&7u32, 1_001, 0).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn check_key_n_at(
+        &self,
+        key: &K,
+        cost: u64,
+        now_ns: u64,
+    ) -> Result<Decision<A>, InsufficientCapacity> {
+        validate(&self.policy, cost)?;
+        Ok(self.decide(key, cost, self.policy.instant(now_ns), &self.policy))
+    }
+
+    /// Checks one unit for `key` now under `quota` instead of the table's quota.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+    ///
+    /// let free = Gcra::per_second(1)?;
+    /// let paid = Gcra::per_second(5)?;
+    /// let limiter = KeyedLimiter::builder(free).clock(ManualClock::new()).build()?;
+    /// assert!(limiter.check_key(&"free-user").is_allowed());
+    /// assert!(limiter.check_key(&"free-user").is_denied());
+    /// for _ in 0..5 {
+    ///     assert!(limiter.check_key_with(&"paid-user", &paid)?.is_allowed());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_key_with(&self, key: &K, quota: &A) -> Result<Decision<A>, CheckError> {
+        self.check_key_with_n_at(key, 1, quota, self.clock.now_ns())
+    }
+
+    /// Checks `cost` units for `key` at `now_ns` under `quota` instead of the table's quota.
+    pub fn check_key_with_n_at(
+        &self,
+        key: &K,
+        cost: u64,
+        quota: &A,
+        now_ns: u64,
+    ) -> Result<Decision<A>, CheckError> {
+        let quota = quota.rebase(&self.policy)?;
+        validate(&quota, cost)?;
+        Ok(self.decide(key, cost, quota.instant(now_ns), &quota))
+    }
+
+    /// Whether one unit for `key` would pass now, consuming nothing and inserting nothing.
+    pub fn peek_key(&self, key: &K) -> Decision<A> {
+        self.peek_key_at(key, self.clock.now_ns())
+    }
+
+    /// Whether one unit for `key` would pass at `now_ns`, consuming nothing.
+    pub fn peek_key_at(&self, key: &K, now_ns: u64) -> Decision<A> {
+        self.peek(key, 1, self.policy.instant(now_ns), &self.policy)
+    }
+
+    /// Whether `cost` units for `key` would pass at `now_ns`, consuming nothing.
+    pub fn peek_key_n_at(
+        &self,
+        key: &K,
+        cost: u64,
+        now_ns: u64,
+    ) -> Result<Decision<A>, InsufficientCapacity> {
+        validate(&self.policy, cost)?;
+        Ok(self.peek(key, cost, self.policy.instant(now_ns), &self.policy))
+    }
+
+    fn peek(&self, key: &K, cost: u64, now: A::Instant, quota: &A) -> Decision<A> {
+        let (hash, identity) = M::identify(&self.hasher, key);
+        let state = match self.table.find(self.table.place(hash), &identity) {
+            Some((_, state)) => state,
+            None => A::FRESH,
+        };
+        let allowed = cost == 0 || matches!(quota.step(state, now, cost), Step::Allow(_));
+        Decision::new(allowed, cost, state, now, *quota)
+    }
+
+    #[inline]
+    fn decide(&self, key: &K, cost: u64, now: A::Instant, quota: &A) -> Decision<A> {
+        if cost == 0 {
+            return self.peek(key, 0, now, quota);
+        }
+        let (hash, identity) = M::identify(&self.hasher, key);
+        let placement = self.table.place(hash);
+        loop {
+            let Some((slot, observed)) = self.table.find(placement, &identity) else {
+                return self.insert(placement, &identity, cost, now, quota);
+            };
+            if let Some(decision) = apply_to_slot(slot, &identity, observed, cost, now, quota) {
+                return decision;
+            }
+            // The slot was reassigned while we raced for it: look again.
+        }
+    }
+
+    /// The slow path: a key not in the table.
+    #[cold]
+    #[inline(never)]
+    fn insert(
+        &self,
+        placement: Placement,
+        identity: &<M::Slot as SlotOps>::Identity,
+        cost: u64,
+        now: A::Instant,
+        quota: &A,
+    ) -> Decision<A> {
+        let shard = &self.table.shards[placement.shard];
+        let _guard = self.table.lock(placement.shard);
+        // Slots of this shard are only reassigned under the lock we hold: from here on, a slot
+        // holding our identity keeps it, and no other thread claims a slot.
+        if let Some((slot, observed)) = self.table.find(placement, identity) {
+            if let Some(decision) = apply_to_slot(slot, identity, observed, cost, now, quota) {
+                return decision;
+            }
+            unreachable!("slots are not reassigned while their shard's insert lock is held");
+        }
+        loop {
+            let Some((slot, previous, evicting)) = self.choose_slot(placement, now) else {
+                return match self.when_full {
+                    WhenFull::Allow => {
+                        Shard::<M::Slot>::count(&shard.untracked_new_keys);
+                        Decision::for_untracked_key(true, cost, now, *quota)
+                    }
+                    WhenFull::Deny | WhenFull::EvictClosestToFresh => {
+                        Shard::<M::Slot>::count(&shard.refused_new_keys);
+                        Decision::for_untracked_key(false, cost, now, *quota)
+                    }
+                };
+            };
+            if previous != VACANT {
+                // ORDERING: AcqRel on success: Acquire orders our identity writes after every
+                // update of the old entry; Release is unneeded here (RESERVED publishes nothing)
+                // but harmless. Relaxed on failure: the slot is simply re-examined.
+                if slot
+                    .state()
+                    .compare_exchange(previous, RESERVED, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err()
+                {
+                    // A checker updated the entry since we judged it: choose again.
+                    continue;
+                }
+            }
+            Shard::<M::Slot>::count(&shard.inserts);
+            if evicting {
+                Shard::<M::Slot>::count(&shard.evictions);
+            } else if previous != VACANT {
+                Shard::<M::Slot>::count(&shard.reclaims);
+            }
+            // A vacant slot starts fresh; a reclaimed one from its fresh-equivalent state; an
+            // evicted one inherits the evicted state. Either way the first stored word is greater
+            // than the previous one, which is what keeps stale checkers out (module docs).
+            let base = if previous == VACANT {
+                A::FRESH
+            } else {
+                previous
+            };
+            let (allowed, first_state) = match quota.step(base, now, cost) {
+                Step::Allow(state) => (true, state),
+                // Only an inherited (evicted) state can deny; store it one unit stricter.
+                Step::Deny => (false, base + 1),
+            };
+            Table::<M::Slot>::publish(slot, identity, first_state);
+            return Decision::new(allowed, cost, first_state, now, *quota);
+        }
+    }
+
+    /// Picks the slot for a new key: the first vacant one, else the first one equivalent to
+    /// fresh, else (if evicting) the live one closest to fresh. Returns the slot, the state it
+    /// was judged on, and whether taking it evicts a live entry.
+    fn choose_slot(&self, placement: Placement, now: A::Instant) -> Option<(&M::Slot, u64, bool)> {
+        // Each candidate bucket's first usable slot (vacant preferred over fresh-equivalent)
+        // and how many usable slots it has; the new key goes to the bucket with more room
+        // ("power of two choices"), which keeps buckets even and delays the first refusal.
+        let mut best: Option<(&M::Slot, u64, usize)> = None;
+        let mut closest: Option<(&M::Slot, u64, u64)> = None;
+        for bucket in placement.buckets() {
+            let mut usable = 0;
+            let mut pick: Option<(&M::Slot, u64)> = None;
+            for slot in &self.table.shards[placement.shard].buckets[bucket].slots {
+                // ORDERING: Relaxed; the state is only judged here, and claimed by a CAS that
+                // fails if it changed. Identity words are not read.
+                let state = slot.state().load(Ordering::Relaxed);
+                if state == VACANT || self.policy.is_fresh(state, now) {
+                    usable += 1;
+                    if pick.is_none_or(|(_, picked)| picked != VACANT && state == VACANT) {
+                        pick = Some((slot, state));
+                    }
+                } else if self.when_full == WhenFull::EvictClosestToFresh {
+                    let reset_after_ns = self.policy.reset_after_ns(state, now);
+                    if closest.is_none_or(|(_, _, soonest)| reset_after_ns < soonest) {
+                        closest = Some((slot, state, reset_after_ns));
+                    }
+                }
+            }
+            if let Some((slot, state)) = pick {
+                if best.is_none_or(|(_, _, most)| usable > most) {
+                    best = Some((slot, state, usable));
+                }
+            }
+        }
+        match best {
+            Some((slot, state, _)) => Some((slot, state, false)),
+            None => closest.map(|(slot, state, _)| (slot, state, true)),
+        }
+    }
+}
+
+#[inline]
+fn validate<A: Algorithm>(quota: &A, cost: u64) -> Result<(), InsufficientCapacity> {
+    let capacity = quota.capacity();
+    if cost > capacity {
+        return Err(InsufficientCapacity { cost, capacity });
+    }
+    Ok(())
+}
+
+/// Runs the shared CAS driver on a slot found holding `identity` with state `observed`.
+/// Returns `None` if the slot was reassigned to another key before our update landed.
+#[inline]
+fn apply_to_slot<S: SlotOps, A: Algorithm>(
+    slot: &S,
+    identity: &S::Identity,
+    observed: u64,
+    cost: u64,
+    now: A::Instant,
+    quota: &A,
+) -> Option<Decision<A>> {
+    let mut first_attempt = true;
+    let guard = |state: u64| {
+        // `find` already checked the identity for the first observed value; after a lost race
+        // the new value may belong to another key.
+        if !first_attempt && (state >= RESERVED || !slot.holds(identity)) {
+            return None;
+        }
+        first_attempt = false;
+        Some(quota.step(state, now, cost))
+    };
+    match driver::apply(slot.state(), observed, guard) {
+        Applied::Allowed { current } => Some(Decision::new(true, cost, current, now, *quota)),
+        Applied::Denied { observed } => Some(Decision::new(false, cost, observed, now, *quota)),
+        Applied::Aborted => None,
+    }
+}

@@ -1,4 +1,4 @@
-//! Every atomic, fence and lock the crate uses, in one place.
+//! Every atomic and lock the crate uses, in one place.
 //!
 //! Normal builds take them from `core`/`std`. Builds with `RUSTFLAGS="--cfg nanolimit_loom"` take
 //! them from [`loom`](https://docs.rs/loom), which then explores every interleaving of the code
@@ -6,20 +6,11 @@
 //! checker sees every synchronising operation the crate performs.
 
 #[cfg(not(nanolimit_loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(nanolimit_loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(nanolimit_loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(nanolimit_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
-
-/// Hints to the processor that the calling thread is spinning (a no-op yield under loom).
-#[inline]
-pub(crate) fn spin_hint() {
-    #[cfg(not(nanolimit_loom))]
-    core::hint::spin_loop();
-    #[cfg(nanolimit_loom)]
-    loom::thread::yield_now();
-}
