@@ -639,6 +639,9 @@ impl<K: ?Sized, A: Algorithm, C: Clock + fmt::Debug, M: KeyMode<K>> fmt::Debug
     }
 }
 
+/// Ties a builder to its key type and key mode without owning either.
+type BuilderMarker<K, M> = PhantomData<(fn(&K), M)>;
+
 /// Builds a [`KeyedLimiter`]: capacity, shards, full-table policy, clock and key mode.
 ///
 /// ```
@@ -660,7 +663,7 @@ pub struct KeyedLimiterBuilder<K: ?Sized, A, C, M> {
     shards: Option<usize>,
     when_full: WhenFull,
     clock: C,
-    marker: PhantomData<(fn(&K), M)>,
+    marker: BuilderMarker<K, M>,
 }
 
 impl<K: Hash + ?Sized, A: Algorithm> KeyedLimiter<K, A, QuantaClock, Hashed> {

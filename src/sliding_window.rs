@@ -216,7 +216,7 @@ impl Algorithm for SlidingWindow {
             Some(window_ns.saturating_sub(room / previous as u128))
         };
         let wait = match earliest(previous, current) {
-            Some(at) if at <= window_ns - 1 || previous == 0 => {
+            Some(at) if at < window_ns || previous == 0 => {
                 at.saturating_sub(elapsed_ns as u128)
             }
             _ => {
