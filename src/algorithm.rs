@@ -43,7 +43,15 @@ pub(crate) use private::Sealed;
 /// - a written word is strictly greater, as an integer, than the word it replaces, and than any
 ///   word for which [`is_fresh`](Self::is_fresh) held at a time no later than `now`; this is
 ///   what makes keyed slots immune to ABA (see the keyed table's documentation);
-/// - a cost of at most [`capacity`](Self::capacity) is always admitted on a fresh state.
+/// - a cost of at most [`capacity`](Self::capacity) is always admitted on a fresh state;
+/// - the two largest `u64` values are never produced (keyed tables use them as slot markers).
+///
+/// # Reservations
+///
+/// Throttling (admit now, start later) fits the same shape: a reservation is another pure
+/// function of the same word — for GCRA, always store `max(tat, now) + n·T` and tell the caller
+/// to start after `max(tat, now) + n·T − tau − now` — applied by the same driver, so it needs no
+/// change to the state layout or the concurrency protocol.
 ///
 /// ```
 /// use nanolimit::{Algorithm, FixedWindow, Step};

@@ -113,9 +113,10 @@ pub enum WhenFull {
     Deny,
     /// Allow the request without tracking the key (fail open).
     Allow,
-    /// Evict the candidate entry closest to fresh (soonest to reset); the new key inherits its
-    /// state, so an eviction never loosens a limit for the new key, but the evicted key starts
-    /// fresh when it returns.
+    /// Evict the candidate entry closest to fresh (soonest to reset). The new key inherits its
+    /// state, so an eviction never loosens a limit for the new key; if the inherited state
+    /// denies the request, nothing is evicted and the new key is refused. The evicted key
+    /// starts fresh when it returns.
     EvictClosestToFresh,
 }
 
@@ -988,10 +989,21 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
                     }
                 };
             };
+            // A vacant slot starts fresh; a reclaimed one from its fresh-equivalent state (the
+            // same decision, by definition); an evicted one inherits the evicted state. Either
+            // way the first stored word is greater than the previous one, which is what keeps
+            // stale checkers out (module docs).
+            let base = if previous == VACANT { A::FRESH } else { previous };
+            let Step::Allow(first_state) = quota.step(base, now, cost) else {
+                // Only an inherited (evicted) state can deny: then nothing is evicted, and the
+                // new key is refused like any new key that finds no room.
+                Shard::<M::Slot>::count(&shard.refused_new_keys);
+                return Decision::for_untracked_key(false, cost, now, *quota);
+            };
             if previous != VACANT {
                 // ORDERING: AcqRel on success: Acquire orders our identity writes after every
-                // update of the old entry; Release is unneeded here (RESERVED publishes nothing)
-                // but harmless. Relaxed on failure: the slot is simply re-examined.
+                // update of the old entry; Release is unneeded (RESERVED publishes nothing) but
+                // harmless. Relaxed on failure: the slot is simply judged again.
                 if slot
                     .state()
                     .compare_exchange(previous, RESERVED, Ordering::AcqRel, Ordering::Relaxed)
@@ -1007,21 +1019,8 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
             } else if previous != VACANT {
                 Shard::<M::Slot>::count(&shard.reclaims);
             }
-            // A vacant slot starts fresh; a reclaimed one from its fresh-equivalent state; an
-            // evicted one inherits the evicted state. Either way the first stored word is greater
-            // than the previous one, which is what keeps stale checkers out (module docs).
-            let base = if previous == VACANT {
-                A::FRESH
-            } else {
-                previous
-            };
-            let (allowed, first_state) = match quota.step(base, now, cost) {
-                Step::Allow(state) => (true, state),
-                // Only an inherited (evicted) state can deny; store it one unit stricter.
-                Step::Deny => (false, base + 1),
-            };
             Table::<M::Slot>::publish(slot, identity, first_state);
-            return Decision::new(allowed, cost, first_state, now, *quota);
+            return Decision::new(true, cost, first_state, now, *quota);
         }
     }
 
