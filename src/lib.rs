@@ -56,3 +56,8 @@ pub use gcra::Gcra;
 pub use keyed::*;
 pub use sliding_window::SlidingWindow;
 pub use window::WindowInstant;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
