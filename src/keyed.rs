@@ -993,7 +993,11 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
             // same decision, by definition); an evicted one inherits the evicted state. Either
             // way the first stored word is greater than the previous one, which is what keeps
             // stale checkers out (module docs).
-            let base = if previous == VACANT { A::FRESH } else { previous };
+            let base = if previous == VACANT {
+                A::FRESH
+            } else {
+                previous
+            };
             let Step::Allow(first_state) = quota.step(base, now, cost) else {
                 // Only an inherited (evicted) state can deny: then nothing is evicted, and the
                 // new key is refused like any new key that finds no room.
