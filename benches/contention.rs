@@ -1,1 +1,861 @@
-fn main() {}
+//! # The contention benchmark
+//!
+//! How nanolimit behaves when many threads hit it at once, next to its peers and next to the
+//! hardware floor, measured in one run:
+//!
+//! ```text
+//! cargo bench --bench contention                    # full run (about 2.5 min on 2 cores)
+//! cargo bench --bench contention -- --quick         # under a minute, for CI and a first look
+//! cargo bench --bench contention -- --scenario keyed-zipf-1m --threads 1,8,16 --csv out.csv
+//! ```
+//!
+//! ## Flags
+//!
+//! - `--scenario NAME` (repeatable): run only these scenarios (default: all, in the order below).
+//! - `--threads LIST`: comma-separated thread counts (default: 1 to the available cores, plus
+//!   twice the cores, oversubscribed; with `--quick`: 1, the cores and twice the cores).
+//! - `--duration SECS`: measured seconds per measurement (default 1; `--quick`: 0.17). Each
+//!   measurement is preceded by an uncounted warm-up of a quarter of it (at most 0.25 s).
+//! - `--quick`: the short durations and thread counts above: everything in under 60 s.
+//! - `--csv PATH`: also write the results as CSV.
+//! - `--bench`: passed by `cargo bench`, accepted and otherwise ignored. Without it (as under
+//!   `cargo test --benches`) the program runs a smoke test: every scenario at 1 and 2 threads
+//!   for 10 ms, so that the harness is exercised but not timed (its chart goes to
+//!   `target/contention/smoke-test.svg`).
+//!
+//! A progress line goes to stderr; the table, and the paths of the files written, to stdout.
+//! The chart (aggregate ns per call against threads, one panel per scenario) is written to
+//! `target/contention/contention.svg` (under `$CARGO_TARGET_DIR` when that is set).
+//!
+//! ## Scenarios
+//!
+//! | name | what every thread does |
+//! |---|---|
+//! | `direct-allow` | checks one shared limiter whose quota is far above what the threads offer |
+//! | `direct-deny` | checks one shared limiter saturated by a tiny quota (an attack) |
+//! | `keyed-hot` | checks one key, the same for all threads |
+//! | `keyed-spread` | cycles through its own 1,024 keys |
+//! | `keyed-rotate-100k` | walks 100,000 keys (shared) in order, from its own offset |
+//! | `keyed-zipf-1m` | replays 2^20 precomputed Zipf draws (s = 1.1) over 1,000,000 keys (fewer beyond 32 threads: 2^25 in all) |
+//! | `keyed-flood` | checks a new key every call, except every 64th call: one of 4 legitimate hot keys |
+//! | `packet-loop` | reads the clock once per batch of 32 checks (65,536 flows), passes it in |
+//!
+//! Limiters: nanolimit (`gcra`, `sliding-window`, `fixed-window`) everywhere; governor 0.10 (GCRA;
+//! direct, and keyed on its default `DashMap` store with std's hasher) everywhere; the
+//! `ratelimit` crate (a token bucket) in the direct scenarios; `mutex-hashmap`, a
+//! `Mutex<HashMap<u64, (f64 tokens, Instant)>>` token bucket, in the keyed ones. In the packet
+//! loop nanolimit uses `check_key_at` with the batch's reading of its own clock and the
+//! mutex-hashmap takes the batch's `Instant`; governor has no API taking the caller's time, so it
+//! reads its clock on every check (that cost is part of its row).
+//!
+//! nanolimit keyed tables are built with a capacity of the scenario's key space (at least 1,024
+//! keys; the table adds its own headroom), except in keyed-flood: 100,000 keys for unbounded
+//! distinct keys, full behaviour `WhenFull::Deny` (the default). governor's and the mutex-hashmap's maps are unbounded; the
+//! table prints how many keys they hold after the run.
+//!
+//! Floor rows, measured once per thread count: `clock-read` (one `QuantaClock::now_ns`, the
+//! clock nanolimit reads by default), `cas` (one load and one compare-and-swap on the thread's own
+//! cache-padded `AtomicU64`, nothing shared) and `ahash-cas` (ahash of a new `u64` key, then the
+//! same compare-and-swap). "vs floor" divides a row's ns per call per thread by the sum of the
+//! floors its work needs: clock-read + cas (direct), clock-read + ahash-cas (keyed), and
+//! clock-read / 32 + ahash-cas (packet loop).
+//!
+//! ## Quotas
+//!
+//! Each is a rate and a burst; the window algorithms get the same rate with a window holding
+//! one burst (limit = burst per window = burst / rate), governor a replenish interval of
+//! 1 / rate with that burst, the token buckets that refill rate and bucket size.
+//!
+//! | scenarios | rate | burst | window | why |
+//! |---|---|---|---|---|
+//! | direct-allow | 10^9 / s | 10^6 | 1 ms | far above any thread count's offered load: nearly all allowed, every allow writes |
+//! | direct-deny | 1,000 / s | 10 | 10 ms | saturated (above 99.99 % denied), yet enough admissions (~1,000 per second) to measure accuracy to a fraction of a percent |
+//! | keyed (all) | 1,000 / s per key | 50 | 50 ms | a per-client API quota: hot keys saturate, cold keys pass |
+//!
+//! ## Measurement
+//!
+//! For each (scenario, limiter, algorithm, threads) a fresh limiter is built, then the threads
+//! set up their key sources and wait on a barrier; they run an uncounted warm-up, then the
+//! measured phase, looping on a shared stop flag (checked every 64 calls) and counting calls and
+//! admissions in locals, returned when they stop. Decisions are consumed (counted) and the
+//! counts passed through `black_box`.
+//!
+//! ## Columns
+//!
+//! CSV (`--csv`), one row per measurement, floor rows repeated under every scenario:
+//!
+//! | column | meaning |
+//! |---|---|
+//! | `scenario` | scenario name |
+//! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor` |
+//! | `algorithm` | `gcra`, `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas` |
+//! | `threads` | threads calling at once |
+//! | `keys` | distinct keys offered: 1 for direct limiters and keyed-hot, the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
+//! | `ops` | calls by all threads in the measured phase |
+//! | `ns_per_op` | wall time / calls of one thread (averaged over threads): one call's cost as its caller sees it |
+//! | `agg_ns_per_op` | wall time / all calls (`ns_per_op / threads`) |
+//! | `mops_per_s` | all calls per second, in millions |
+//! | `allowed_fraction` | admitted / calls in the measured phase (floors: 1) |
+//!
+//! The table adds "vs gov" (governor's aggregate ns per call over the row's, same scenario and
+//! threads), "vs floor" (above) and accuracy: the requests admitted over the limiter's life
+//! (warm-up included, since its state carries over) against what its policy admits over that
+//! span, summed over keys as min(requests to the key, per-key value), printed as a deviation
+//! (above zero: more admitted than the quota allows). The span runs from the first possible
+//! check (for window algorithms: from the clock origin, where windows are aligned) to the last
+//! check. Per-key value: rate × span + burst (GCRA, token buckets) and limit per window touched
+//! (fixed window), both strict bounds; limit × max(1, span / window) for the sliding-window
+//! counter, what a saturated key gets (the counter approximates by design). "under quota" means
+//! the offered load never needed a denial and everything passed. For keyed-flood the accuracy
+//! is that of the legitimate hot keys only ("legit"): their admissions against their quota.
+
+#[path = "contention/keyed_nanolimit.rs"]
+mod keyed_nanolimit;
+#[path = "contention/keys.rs"]
+mod keys;
+#[path = "contention/measure.rs"]
+mod measure;
+#[path = "contention/quotas.rs"]
+mod quotas;
+#[path = "contention/report.rs"]
+mod report;
+#[path = "contention/subjects.rs"]
+mod subjects;
+
+use keyed_nanolimit::NanolimitKeyed;
+use keys::KeyPattern;
+use measure::{measure, Measurement, Timing};
+use nanolimit::QuantaClock;
+use quotas::{AlgorithmKind, QuotaSpec};
+use report::{Accuracy, Row};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use subjects::{
+    AhashCasFloor, CasFloor, ClockReadFloor, DirectSubject, DirectWorker, GovernorKeyed,
+    KeyedSubject, KeyedWorker, MutexHashMap, PacketWorker,
+};
+
+/// direct-allow: far above what any number of threads can offer.
+const DIRECT_ALLOW_QUOTA: QuotaSpec = QuotaSpec {
+    per_second: 1_000_000_000,
+    burst: 1_000_000,
+};
+/// direct-deny: saturated, with enough admissions to measure accuracy.
+const DIRECT_DENY_QUOTA: QuotaSpec = QuotaSpec {
+    per_second: 1_000,
+    burst: 10,
+};
+/// Every keyed scenario, per key.
+const KEYED_QUOTA: QuotaSpec = QuotaSpec {
+    per_second: 1_000,
+    burst: 50,
+};
+/// nanolimit's table capacity in keyed-flood.
+const FLOOD_TABLE_CAPACITY: usize = 100_000;
+/// Zipf draws each thread replays (a power of two)...
+const ZIPF_DRAWS_PER_THREAD: usize = 1 << 20;
+/// ... unless that makes more than this many draws in all (many-core machines): then fewer per
+/// thread.
+const ZIPF_DRAWS_TOTAL_MAX: usize = 1 << 25;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scenario {
+    DirectAllow,
+    DirectDeny,
+    KeyedHot,
+    KeyedSpread,
+    KeyedRotate100k,
+    KeyedZipf1m,
+    KeyedFlood,
+    PacketLoop,
+}
+
+impl Scenario {
+    const ALL: [Scenario; 8] = [
+        Scenario::DirectAllow,
+        Scenario::DirectDeny,
+        Scenario::KeyedHot,
+        Scenario::KeyedSpread,
+        Scenario::KeyedRotate100k,
+        Scenario::KeyedZipf1m,
+        Scenario::KeyedFlood,
+        Scenario::PacketLoop,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::DirectAllow => "direct-allow",
+            Scenario::DirectDeny => "direct-deny",
+            Scenario::KeyedHot => "keyed-hot",
+            Scenario::KeyedSpread => "keyed-spread",
+            Scenario::KeyedRotate100k => "keyed-rotate-100k",
+            Scenario::KeyedZipf1m => "keyed-zipf-1m",
+            Scenario::KeyedFlood => "keyed-flood",
+            Scenario::PacketLoop => "packet-loop",
+        }
+    }
+
+    fn description(self) -> String {
+        let keyed_quota = format!(
+            "per-key quota {}/s, burst {}",
+            KEYED_QUOTA.per_second, KEYED_QUOTA.burst
+        );
+        match self {
+            Scenario::DirectAllow => format!(
+                "one limiter shared by all threads, quota 1e9/s burst {} (nearly all allowed)",
+                DIRECT_ALLOW_QUOTA.burst
+            ),
+            Scenario::DirectDeny => format!(
+                "one limiter shared by all threads, quota {}/s burst {} (saturated: nearly all denied)",
+                DIRECT_DENY_QUOTA.per_second, DIRECT_DENY_QUOTA.burst
+            ),
+            Scenario::KeyedHot => format!("all threads on one key; {keyed_quota}"),
+            Scenario::KeyedSpread => format!(
+                "each thread cycles through its own {} keys; {keyed_quota}",
+                keys::SPREAD_KEYS_PER_THREAD
+            ),
+            Scenario::KeyedRotate100k => format!(
+                "threads walk {} shared keys in order, each from its own offset; {keyed_quota}",
+                keys::ROTATE_KEYS
+            ),
+            Scenario::KeyedZipf1m => format!(
+                "Zipf (s = {}) draws over {} keys, precomputed per thread; {keyed_quota}",
+                keys::ZIPF_EXPONENT,
+                keys::ZIPF_KEYS,
+            ),
+            Scenario::KeyedFlood => format!(
+                "a new key every call, every {}th call one of {} legitimate hot keys; nanolimit table {} keys; {keyed_quota}",
+                keys::FLOOD_LEGITIMATE_EVERY,
+                keys::FLOOD_LEGITIMATE_KEYS,
+                FLOOD_TABLE_CAPACITY
+            ),
+            Scenario::PacketLoop => format!(
+                "batches of {} checks sharing one caller-read timestamp over {} flows (governor reads its clock per check); {keyed_quota}",
+                subjects::PACKET_BATCH,
+                keys::PACKET_FLOWS
+            ),
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Scenario> {
+        Scenario::ALL
+            .into_iter()
+            .find(|scenario| scenario.name() == name)
+    }
+
+    fn is_direct(self) -> bool {
+        matches!(self, Scenario::DirectAllow | Scenario::DirectDeny)
+    }
+
+    fn quota(self) -> QuotaSpec {
+        match self {
+            Scenario::DirectAllow => DIRECT_ALLOW_QUOTA,
+            Scenario::DirectDeny => DIRECT_DENY_QUOTA,
+            _ => KEYED_QUOTA,
+        }
+    }
+
+    /// nanolimit's table capacity: the key space, at least 1,024 (flood: fixed). The table adds
+    /// its own headroom on top of the capacity it is asked for.
+    fn table_capacity(self, threads: usize) -> usize {
+        let key_space = match self {
+            Scenario::KeyedSpread => keys::SPREAD_KEYS_PER_THREAD as usize * threads,
+            Scenario::KeyedRotate100k => keys::ROTATE_KEYS as usize,
+            Scenario::KeyedZipf1m => keys::ZIPF_KEYS as usize,
+            Scenario::KeyedFlood => return FLOOD_TABLE_CAPACITY,
+            Scenario::PacketLoop => keys::PACKET_FLOWS as usize,
+            _ => 1,
+        };
+        key_space.max(1024)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LimiterKind {
+    Nanolimit,
+    Governor,
+    Ratelimit,
+    MutexHashMap,
+    Floor,
+}
+
+impl LimiterKind {
+    fn name(self) -> &'static str {
+        match self {
+            LimiterKind::Nanolimit => "nanolimit",
+            LimiterKind::Governor => "governor",
+            LimiterKind::Ratelimit => "ratelimit",
+            LimiterKind::MutexHashMap => "mutex-hashmap",
+            LimiterKind::Floor => "floor",
+        }
+    }
+}
+
+/// The limiters measured in a scenario.
+fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
+    let mut limiters = vec![
+        (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
+        (LimiterKind::Nanolimit, AlgorithmKind::SlidingWindow),
+        (LimiterKind::Nanolimit, AlgorithmKind::FixedWindow),
+        (LimiterKind::Governor, AlgorithmKind::Gcra),
+    ];
+    if scenario.is_direct() {
+        limiters.push((LimiterKind::Ratelimit, AlgorithmKind::TokenBucket));
+    } else {
+        limiters.push((LimiterKind::MutexHashMap, AlgorithmKind::TokenBucket));
+    }
+    limiters
+}
+
+const FLOORS: [AlgorithmKind; 3] = [
+    AlgorithmKind::ClockRead,
+    AlgorithmKind::Cas,
+    AlgorithmKind::AhashCas,
+];
+
+/// One measurement to make.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    /// `None` for floors.
+    scenario: Option<Scenario>,
+    limiter: LimiterKind,
+    algorithm: AlgorithmKind,
+    threads: usize,
+}
+
+#[derive(Debug)]
+struct Config {
+    scenarios: Vec<Scenario>,
+    threads: Vec<usize>,
+    timing: Timing,
+    zipf_draws_per_thread: usize,
+    csv: Option<PathBuf>,
+    smoke_test: bool,
+}
+
+const USAGE: &str = "usage: cargo bench --bench contention -- [--quick] [--scenario NAME]... \
+[--threads 1,2,4] [--duration SECS] [--csv PATH]
+scenarios: direct-allow direct-deny keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
+keyed-flood packet-loop";
+
+fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String> {
+    let mut scenarios = Vec::new();
+    let mut threads: Option<Vec<usize>> = None;
+    let mut duration_seconds: Option<f64> = None;
+    let mut quick = false;
+    let mut csv = None;
+    let mut bench_flag = false;
+    let mut arguments = arguments.peekable();
+    while let Some(argument) = arguments.next() {
+        let mut value = |flag: &str| {
+            arguments
+                .next()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match argument.as_str() {
+            "--bench" => bench_flag = true,
+            "--quick" => quick = true,
+            "--scenario" => {
+                let name = value("--scenario")?;
+                let scenario = Scenario::from_name(&name)
+                    .ok_or_else(|| format!("unknown scenario {name:?}"))?;
+                if !scenarios.contains(&scenario) {
+                    scenarios.push(scenario);
+                }
+            }
+            "--threads" => {
+                let list = value("--threads")?;
+                let parsed = list
+                    .split(',')
+                    .map(|item| match item.trim().parse::<usize>() {
+                        Ok(count) if count > 0 => Ok(count),
+                        _ => Err(format!("bad thread count {item:?} in --threads {list}")),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                threads = Some(parsed);
+            }
+            "--duration" => {
+                let text = value("--duration")?;
+                match text.parse::<f64>() {
+                    Ok(seconds) if seconds > 0.0 && seconds.is_finite() => {
+                        duration_seconds = Some(seconds)
+                    }
+                    _ => return Err(format!("bad --duration {text:?} (seconds, above 0)")),
+                }
+            }
+            "--csv" => csv = Some(PathBuf::from(value("--csv")?)),
+            "--help" | "-h" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if scenarios.is_empty() {
+        scenarios = Scenario::ALL.to_vec();
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let smoke_test = !bench_flag;
+    let default_threads = if smoke_test {
+        vec![1, 2]
+    } else if quick {
+        vec![1, cores, 2 * cores]
+    } else {
+        (1..=cores).chain([2 * cores]).collect()
+    };
+    let mut threads = threads.unwrap_or(default_threads);
+    threads.sort_unstable();
+    threads.dedup();
+    let measured_seconds = duration_seconds.unwrap_or(if smoke_test {
+        0.01
+    } else if quick {
+        0.17
+    } else {
+        1.0
+    });
+    let measured = Duration::from_secs_f64(measured_seconds);
+    let warm_up = (measured / 4).min(Duration::from_millis(250));
+    let zipf_draws_per_thread = if smoke_test {
+        1 << 16
+    } else {
+        let max_threads = threads.last().copied().unwrap_or(1);
+        let fitting = (ZIPF_DRAWS_TOTAL_MAX / max_threads).max(1 << 12);
+        ZIPF_DRAWS_PER_THREAD.min(1 << fitting.ilog2())
+    };
+    Ok(Config {
+        scenarios,
+        threads,
+        timing: Timing { warm_up, measured },
+        zipf_draws_per_thread,
+        csv,
+        smoke_test,
+    })
+}
+
+/// Shared inputs of the measurements.
+struct Context {
+    timing: Timing,
+    zipf_draws: Option<Arc<Vec<Vec<u32>>>>,
+}
+
+/// A measurement and what the accounting needs from it.
+struct MeasuredRun {
+    measurement: Measurement,
+    /// The span over which the policy bounds admissions: from the limiter's first possible
+    /// check (or its clock origin, for window algorithms) to the last check.
+    lifetime: Duration,
+    state_report: Option<String>,
+}
+
+fn lifetime_since(created: Instant, measurement: &Measurement) -> Duration {
+    measurement
+        .finished_at()
+        .map_or(Duration::ZERO, |finished| finished.duration_since(created))
+}
+
+fn run_direct<S: DirectSubject>(
+    build: impl FnOnce() -> S,
+    job: Job,
+    context: &Context,
+) -> MeasuredRun {
+    // Direct limiters build in microseconds: starting before the build covers the clock origin.
+    let created = Instant::now();
+    let subject = build();
+    let measurement = measure(job.threads, context.timing, |_| DirectWorker {
+        subject: &subject,
+    });
+    MeasuredRun {
+        lifetime: lifetime_since(created, &measurement),
+        measurement,
+        state_report: None,
+    }
+}
+
+fn run_keyed<S: KeyedSubject>(
+    build: impl FnOnce() -> S,
+    job: Job,
+    context: &Context,
+) -> MeasuredRun {
+    let (threads, timing) = (job.threads, context.timing);
+    let subject = build();
+    // Admissions are bounded from the first possible check (GCRA, token buckets: building a
+    // large table takes milliseconds that must not count as refill time), or from the clock
+    // origin where windows are aligned to it.
+    let built = Instant::now();
+    let start = match subject.clock_origin() {
+        Some(origin) if QuotaSpec::windows_start_at_clock_origin(job.algorithm) => origin,
+        _ => built,
+    };
+    let subject = &subject;
+    let measurement = match job.scenario.expect("keyed jobs have a scenario") {
+        Scenario::KeyedHot => measure(threads, timing, |_| KeyedWorker {
+            subject,
+            keys: keys::HotKey,
+        }),
+        Scenario::KeyedSpread => measure(threads, timing, |thread_index| KeyedWorker {
+            subject,
+            keys: keys::SpreadKeys::new(thread_index),
+        }),
+        Scenario::KeyedRotate100k => measure(threads, timing, |thread_index| KeyedWorker {
+            subject,
+            keys: keys::RotateKeys::new(thread_index, threads),
+        }),
+        Scenario::KeyedZipf1m => {
+            let draws = context
+                .zipf_draws
+                .as_ref()
+                .expect("Zipf draws are prepared before keyed-zipf-1m runs");
+            measure(threads, timing, |thread_index| KeyedWorker {
+                subject,
+                keys: keys::ZipfKeys::new(&draws[thread_index]),
+            })
+        }
+        Scenario::KeyedFlood => measure(threads, timing, |thread_index| KeyedWorker {
+            subject,
+            keys: keys::FloodKeys::new(thread_index),
+        }),
+        Scenario::PacketLoop => measure(threads, timing, |thread_index| {
+            PacketWorker::new(subject, keys::FlowKeys::new(thread_index, threads))
+        }),
+        Scenario::DirectAllow | Scenario::DirectDeny => unreachable!("not a keyed scenario"),
+    };
+    MeasuredRun {
+        lifetime: lifetime_since(start, &measurement),
+        state_report: Some(subject.state_report()),
+        measurement,
+    }
+}
+
+fn run_floor(job: Job, context: &Context) -> MeasuredRun {
+    let (threads, timing) = (job.threads, context.timing);
+    let measurement = match job.algorithm {
+        AlgorithmKind::ClockRead => {
+            let clock = QuantaClock::new();
+            measure(threads, timing, |_| ClockReadFloor {
+                clock: clock.clone(),
+            })
+        }
+        AlgorithmKind::Cas => measure(threads, timing, |_| CasFloor::new()),
+        AlgorithmKind::AhashCas => measure(threads, timing, |_| AhashCasFloor::new()),
+        other => unreachable!("{other:?} is not a floor"),
+    };
+    MeasuredRun {
+        measurement,
+        lifetime: Duration::ZERO,
+        state_report: None,
+    }
+}
+
+fn run_job(job: Job, context: &Context) -> MeasuredRun {
+    let Some(scenario) = job.scenario else {
+        return run_floor(job, context);
+    };
+    let quota = scenario.quota();
+    let capacity = scenario.table_capacity(job.threads);
+    match (scenario.is_direct(), job.limiter, job.algorithm) {
+        (true, LimiterKind::Nanolimit, AlgorithmKind::Gcra) => {
+            run_direct(|| nanolimit::Limiter::new(quota.gcra()), job, context)
+        }
+        (true, LimiterKind::Nanolimit, AlgorithmKind::SlidingWindow) => run_direct(
+            || nanolimit::Limiter::new(quota.sliding_window()),
+            job,
+            context,
+        ),
+        (true, LimiterKind::Nanolimit, AlgorithmKind::FixedWindow) => run_direct(
+            || nanolimit::Limiter::new(quota.fixed_window()),
+            job,
+            context,
+        ),
+        (true, LimiterKind::Governor, _) => run_direct(
+            || governor::RateLimiter::direct(quota.governor()),
+            job,
+            context,
+        ),
+        (true, LimiterKind::Ratelimit, _) => run_direct(|| quota.ratelimit(), job, context),
+        (false, LimiterKind::Nanolimit, AlgorithmKind::Gcra) => {
+            run_keyed(|| NanolimitKeyed::new(quota.gcra(), capacity), job, context)
+        }
+        (false, LimiterKind::Nanolimit, AlgorithmKind::SlidingWindow) => run_keyed(
+            || NanolimitKeyed::new(quota.sliding_window(), capacity),
+            job,
+            context,
+        ),
+        (false, LimiterKind::Nanolimit, AlgorithmKind::FixedWindow) => run_keyed(
+            || NanolimitKeyed::new(quota.fixed_window(), capacity),
+            job,
+            context,
+        ),
+        (false, LimiterKind::Governor, _) => run_keyed(
+            || -> GovernorKeyed { governor::RateLimiter::dashmap(quota.governor()) },
+            job,
+            context,
+        ),
+        (false, LimiterKind::MutexHashMap, _) => {
+            run_keyed(|| MutexHashMap::new(quota), job, context)
+        }
+        (direct, limiter, algorithm) => {
+            unreachable!("no {limiter:?} {algorithm:?} for direct = {direct}")
+        }
+    }
+}
+
+fn key_pattern(scenario: Scenario, context: &Context) -> KeyPattern {
+    match scenario {
+        Scenario::DirectAllow | Scenario::DirectDeny | Scenario::KeyedHot => KeyPattern::Single,
+        Scenario::KeyedSpread => KeyPattern::Spread,
+        Scenario::KeyedRotate100k => KeyPattern::Rotate,
+        Scenario::KeyedZipf1m => KeyPattern::Zipf(
+            context
+                .zipf_draws
+                .clone()
+                .expect("Zipf draws are prepared before keyed-zipf-1m runs"),
+        ),
+        Scenario::KeyedFlood => KeyPattern::Flood,
+        Scenario::PacketLoop => KeyPattern::Flows,
+    }
+}
+
+fn make_row(job: Job, run: MeasuredRun, context: &Context) -> Row {
+    let measurement = &run.measurement;
+    let mut row = Row {
+        scenario: job.scenario.map_or("floor", Scenario::name),
+        limiter: job.limiter.name(),
+        algorithm: job.algorithm.name(),
+        threads: job.threads,
+        keys: 0,
+        operations: measurement.measured_operations(),
+        allowed: measurement.measured_allowed(),
+        wall_seconds: measurement.measured_wall.as_secs_f64(),
+        accuracy: None,
+        state_report: run.state_report,
+    };
+    let Some(scenario) = job.scenario else {
+        return row;
+    };
+    let pattern = key_pattern(scenario, context);
+    let operations_per_thread = measurement.lifetime_operations_per_thread();
+    row.keys = pattern.distinct_keys(&operations_per_thread);
+    let bound_per_key = scenario
+        .quota()
+        .admitted_bound_per_key(job.algorithm, run.lifetime);
+    let hits = pattern.hits_per_key(&operations_per_thread);
+    let (subject, admitted) = if scenario == Scenario::KeyedFlood {
+        ("legit", measurement.lifetime_legitimate_allowed())
+    } else {
+        ("all", measurement.lifetime_allowed())
+    };
+    row.accuracy = Some(Accuracy {
+        subject,
+        admitted,
+        offered: hits.iter().sum(),
+        bound: hits
+            .iter()
+            .map(|&requests| (requests as f64).min(bound_per_key))
+            .sum(),
+    });
+    row
+}
+
+fn plan(config: &Config) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for &threads in &config.threads {
+        for algorithm in FLOORS {
+            jobs.push(Job {
+                scenario: None,
+                limiter: LimiterKind::Floor,
+                algorithm,
+                threads,
+            });
+        }
+    }
+    for &scenario in &config.scenarios {
+        for &threads in &config.threads {
+            for (limiter, algorithm) in limiters_for(scenario) {
+                jobs.push(Job {
+                    scenario: Some(scenario),
+                    limiter,
+                    algorithm,
+                    threads,
+                });
+            }
+        }
+    }
+    jobs
+}
+
+/// Progress on stderr: one rewritten line on a terminal, one line per scenario otherwise.
+struct Progress {
+    total: usize,
+    seconds_per_job: f64,
+    terminal: bool,
+    last_scenario: Option<&'static str>,
+}
+
+impl Progress {
+    fn show(&mut self, done: usize, job: &Job) {
+        let scenario = job.scenario.map_or("floor", Scenario::name);
+        let left_seconds = (self.total - done) as f64 * self.seconds_per_job;
+        let limiter = match job.scenario {
+            Some(_) => format!("{} {}", job.limiter.name(), job.algorithm.name()),
+            None => job.algorithm.name().to_string(),
+        };
+        let line = format!(
+            "[{:>3}/{}] {scenario} {limiter}, {} threads, ~{left_seconds:.0} s left",
+            done + 1,
+            self.total,
+            job.threads,
+        );
+        let mut stderr = std::io::stderr().lock();
+        if self.terminal {
+            let _ = write!(stderr, "\r\x1b[2K{line}");
+            let _ = stderr.flush();
+        } else if self.last_scenario != Some(scenario) {
+            let _ = writeln!(stderr, "{line}");
+        }
+        self.last_scenario = Some(scenario);
+    }
+
+    fn finish(&self) {
+        if self.terminal {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+/// `target/contention/contention.svg`; the smoke test draws to `smoke-test.svg` beside it, so
+/// that `cargo test --benches` never replaces a real run's chart.
+fn svg_path(smoke_test: bool) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let file = if smoke_test {
+        "smoke-test.svg"
+    } else {
+        "contention.svg"
+    };
+    target.join("contention").join(file)
+}
+
+/// The one-minute load average, where the system reports it.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn cpu_model() -> Option<String> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    cpuinfo
+        .lines()
+        .find(|line| line.starts_with("model name"))
+        .and_then(|line| line.split(':').nth(1))
+        .map(|model| model.trim().to_string())
+}
+
+fn main() -> ExitCode {
+    let config = match parse_args(std::env::args().skip(1)) {
+        Ok(config) => config,
+        Err(message) => {
+            if !message.is_empty() {
+                eprintln!("contention: {message}");
+            }
+            eprintln!("{USAGE}");
+            return if message.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            };
+        }
+    };
+    let started = Instant::now();
+    let jobs = plan(&config);
+    let seconds_per_job = (config.timing.warm_up + config.timing.measured).as_secs_f64() + 0.005;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "nanolimit contention benchmark{}: {} cores available ({}), threads {:?}, {:.3} s measured after {:.3} s warm-up per measurement",
+        if config.smoke_test {
+            " (smoke test: no --bench flag)"
+        } else {
+            ""
+        },
+        cores,
+        cpu_model().unwrap_or_else(|| "unknown CPU".to_string()),
+        config.threads,
+        config.timing.measured.as_secs_f64(),
+        config.timing.warm_up.as_secs_f64(),
+    );
+    if let Some(load) = load_average().filter(|&load| load > cores as f64 * 0.5) {
+        println!(
+            "warning: load average {load:.1} on {cores} cores: other processes compete for the CPUs, so the times below are inflated and noisy"
+        );
+    }
+    eprintln!(
+        "contention: {} measurements, about {:.0} s",
+        jobs.len(),
+        jobs.len() as f64 * seconds_per_job
+    );
+    let mut context = Context {
+        timing: config.timing,
+        zipf_draws: None,
+    };
+    let mut progress = Progress {
+        total: jobs.len(),
+        seconds_per_job,
+        terminal: std::io::stderr().is_terminal(),
+        last_scenario: None,
+    };
+    let mut rows = Vec::with_capacity(jobs.len());
+    for (done, job) in jobs.iter().enumerate() {
+        progress.show(done, job);
+        if job.scenario == Some(Scenario::KeyedZipf1m) && context.zipf_draws.is_none() {
+            let max_threads = config.threads.iter().copied().max().unwrap_or(1);
+            context.zipf_draws = Some(keys::zipf_draws(max_threads, config.zipf_draws_per_thread));
+        }
+        let run = run_job(*job, &context);
+        rows.push(make_row(*job, run, &context));
+    }
+    progress.finish();
+
+    let scenarios: Vec<(&'static str, String)> = config
+        .scenarios
+        .iter()
+        .map(|scenario| (scenario.name(), scenario.description()))
+        .collect();
+    let scenario_names: Vec<&'static str> = scenarios.iter().map(|(name, _)| *name).collect();
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = report::print_table(&mut stdout, &scenarios, &rows) {
+        eprintln!("contention: writing the table failed: {error}");
+        return ExitCode::FAILURE;
+    }
+    let mut status = ExitCode::SUCCESS;
+    if let Some(path) = &config.csv {
+        match report::write_csv(path, &scenario_names, &rows) {
+            Ok(()) => {
+                let _ = writeln!(stdout, "\nCSV written to {}", path.display());
+            }
+            Err(error) => {
+                eprintln!("contention: writing {} failed: {error}", path.display());
+                status = ExitCode::FAILURE;
+            }
+        }
+    }
+    let svg = svg_path(config.smoke_test);
+    match report::write_svg(&svg, &scenario_names, &rows) {
+        Ok(()) => {
+            let _ = writeln!(stdout, "\nchart written to {}", svg.display());
+        }
+        Err(error) => {
+            eprintln!("contention: writing {} failed: {error}", svg.display());
+            status = ExitCode::FAILURE;
+        }
+    }
+    let _ = writeln!(
+        stdout,
+        "finished in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    status
+}

@@ -300,6 +300,8 @@ mod slot {
 
     /// The operations the table needs from a slot.
     pub trait SlotOps: Send + Sync + Sized {
+        /// The table allocates `capacity + capacity / HEADROOM_DIVISOR` slots.
+        const HEADROOM_DIVISOR: usize;
         /// The identity words of a key.
         type Identity: Copy + Eq;
         /// A slot holding no key.
@@ -321,6 +323,10 @@ mod slot {
 
     impl<const WORDS: usize> SlotOps for Slot<WORDS> {
         type Identity = [u64; WORDS];
+        /// Half again as many slots for one-word (16-byte) slots: 24 bytes per key, and the
+        /// first refusal far above capacity; a third more for two-word (24-byte) slots: 32 bytes
+        /// per key, the first refusal at about capacity.
+        const HEADROOM_DIVISOR: usize = if WORDS == 1 { 2 } else { 3 };
 
         fn vacant() -> Self {
             Slot {
@@ -440,9 +446,6 @@ impl Placement {
     }
 }
 
-/// The table allocates `capacity + capacity / HEADROOM_DIVISOR` slots.
-const HEADROOM_DIVISOR: usize = 3;
-
 /// A multiplier that spreads a hash's low bits into its high bits (odd, so bijective).
 const SECOND_BUCKET_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -454,11 +457,10 @@ impl<S: SlotOps> Table<S> {
         if shards == 0 || !shards.is_power_of_two() {
             return Err(TableError::ShardsNotPowerOfTwo { shards });
         }
-        // Headroom: a third more slots than keys, so that the requested number of live keys fits
-        // before a new key finds both its buckets full (measured: the first refusal comes at
-        // 71-84 % of the slots, i.e. at about the requested capacity).
+        // Headroom, so that the requested number of live keys fits before a new key finds both
+        // its buckets full (measured: the first refusal comes at 71-84 % of the slots).
         let slots = capacity
-            .checked_add(capacity / HEADROOM_DIVISOR)
+            .checked_add(capacity / S::HEADROOM_DIVISOR)
             .ok_or(TableError::CapacityTooLarge { capacity })?;
         let slots_per_shard = slots.div_ceil(shards);
         let buckets_per_shard = slots_per_shard.div_ceil(SLOTS_PER_BUCKET).max(1);
@@ -559,6 +561,16 @@ impl<S: SlotOps> Table<S> {
             untracked_new_keys: sum(|shard| &shard.untracked_new_keys),
             evictions: sum(|shard| &shard.evictions),
         }
+    }
+
+    fn entries(&self) -> usize {
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.buckets.iter())
+            .flat_map(|bucket| bucket.slots.iter())
+            // ORDERING: Relaxed; a monitoring count, no memory is read through it.
+            .filter(|slot| slot.state().load(Ordering::Relaxed) != VACANT)
+            .count()
     }
 
     fn slot_count(&self) -> usize {
@@ -700,7 +712,8 @@ impl<K: Hash + ?Sized, A: Algorithm> KeyedLimiter<K, A, QuantaClock, Hashed> {
 }
 
 impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
-    /// How many live keys the table must hold. It allocates a third more slots as headroom
+    /// How many live keys the table must hold. It allocates a half ([`Hashed`]) or a third
+    /// ([`Exact`]) more slots as headroom
     /// (see [`KeyedLimiter::slots`]), once, at [`build`](Self::build); memory never grows.
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
@@ -790,8 +803,8 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         self.capacity
     }
 
-    /// How many slots the table has: the capacity plus a third of headroom, rounded up to
-    /// whole buckets.
+    /// How many slots the table has: the capacity plus its headroom (a half for [`Hashed`]
+    /// keys, a third for [`Exact`] ones), rounded up to whole buckets.
     pub fn slots(&self) -> usize {
         self.table.slot_count()
     }
@@ -810,6 +823,12 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
     /// the nearest byte.
     pub fn bytes_per_key(&self) -> usize {
         (self.memory_bytes() + self.capacity() / 2) / self.capacity()
+    }
+
+    /// How many slots hold an entry, live or equivalent to fresh (entries are never removed,
+    /// only reused). Scans the whole table: for monitoring, not for the hot path.
+    pub fn entries(&self) -> usize {
+        self.table.entries()
     }
 
     /// Slow-path event counters.

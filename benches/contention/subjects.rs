@@ -1,0 +1,345 @@
+//! The limiters under test, behind two small traits so that one generic loop drives them all
+//! (monomorphised: no dynamic dispatch in the measured loop), plus the floor operations.
+
+use crate::keyed_nanolimit::NanolimitKeyed;
+use crate::measure::{Outcome, Worker, ALLOWED, LEGITIMATE_ALLOWED};
+use crate::quotas::QuotaSpec;
+use crossbeam_utils::CachePadded;
+use nanolimit::{Algorithm, Clock, QuantaClock};
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// A limiter with one state shared by every caller.
+pub trait DirectSubject: Sync {
+    /// One unit-cost check against the limiter's own clock.
+    fn check(&self) -> bool;
+}
+
+impl<A: Algorithm> DirectSubject for nanolimit::Limiter<A> {
+    #[inline]
+    fn check(&self) -> bool {
+        nanolimit::Limiter::check(self).is_allowed()
+    }
+}
+
+impl DirectSubject for governor::DefaultDirectRateLimiter {
+    #[inline]
+    fn check(&self) -> bool {
+        governor::DefaultDirectRateLimiter::check(self).is_ok()
+    }
+}
+
+impl DirectSubject for ratelimit::Ratelimiter {
+    #[inline]
+    fn check(&self) -> bool {
+        self.try_wait().is_ok()
+    }
+}
+
+/// A limiter with one state per key.
+pub trait KeyedSubject: Sync {
+    /// A reading of the limiter's clock, for callers that check several keys at one time.
+    type Timestamp: Copy;
+
+    /// One unit-cost check of `key` against the limiter's own clock.
+    fn check_key(&self, key: u64) -> bool;
+
+    /// Reads the clock the limiter uses.
+    fn timestamp(&self) -> Self::Timestamp;
+
+    /// One unit-cost check of `key` at a time the caller read earlier.
+    fn check_key_at(&self, key: u64, now: Self::Timestamp) -> bool;
+
+    /// A line about the limiter's state after the run (keys held, table statistics).
+    fn state_report(&self) -> String;
+
+    /// When the limiter's clock reads zero, where it has windows aligned to it.
+    fn clock_origin(&self) -> Option<Instant> {
+        None
+    }
+}
+
+impl<A: Algorithm> KeyedSubject for NanolimitKeyed<A> {
+    type Timestamp = u64;
+
+    #[inline]
+    fn check_key(&self, key: u64) -> bool {
+        NanolimitKeyed::check_key(self, key)
+    }
+
+    #[inline]
+    fn timestamp(&self) -> u64 {
+        self.now_ns()
+    }
+
+    #[inline]
+    fn check_key_at(&self, key: u64, now_ns: u64) -> bool {
+        NanolimitKeyed::check_key_at(self, key, now_ns)
+    }
+
+    fn state_report(&self) -> String {
+        self.describe()
+    }
+
+    fn clock_origin(&self) -> Option<Instant> {
+        Some(NanolimitKeyed::clock_origin(self))
+    }
+}
+
+/// governor's keyed limiter on its default store (a `DashMap` with std's SipHash hasher).
+pub type GovernorKeyed = governor::DefaultKeyedRateLimiter<u64>;
+
+impl KeyedSubject for GovernorKeyed {
+    /// governor has no caller-supplied-time API: every check reads its own (quanta) clock, so
+    /// in the packet loop it pays one clock read per check where nanolimit pays one per batch.
+    type Timestamp = ();
+
+    #[inline]
+    fn check_key(&self, key: u64) -> bool {
+        GovernorKeyed::check_key(self, &key).is_ok()
+    }
+
+    #[inline]
+    fn timestamp(&self) {}
+
+    #[inline]
+    fn check_key_at(&self, key: u64, _now: ()) -> bool {
+        GovernorKeyed::check_key(self, &key).is_ok()
+    }
+
+    fn state_report(&self) -> String {
+        format!("holds {} keys (unbounded map)", self.len())
+    }
+}
+
+/// The token bucket most people write first: `Mutex<HashMap<key, (tokens, last refill)>>`,
+/// fractional tokens in an `f64`, std's default hasher, no bound on the number of keys.
+#[derive(Debug)]
+pub struct MutexHashMap {
+    buckets: Mutex<HashMap<u64, (f64, Instant)>>,
+    tokens_per_second: f64,
+    capacity: f64,
+}
+
+impl MutexHashMap {
+    /// A bucket per key refilling at `quota.per_second`, holding up to `quota.burst` tokens
+    /// (new keys start full).
+    pub fn new(quota: QuotaSpec) -> Self {
+        MutexHashMap {
+            buckets: Mutex::new(HashMap::new()),
+            tokens_per_second: quota.per_second as f64,
+            capacity: quota.burst as f64,
+        }
+    }
+
+    #[inline]
+    fn take(&self, key: u64, now: Instant) -> bool {
+        let mut buckets = self
+            .buckets
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let (tokens, last_refill) = buckets.entry(key).or_insert((self.capacity, now));
+        let elapsed_seconds = now.saturating_duration_since(*last_refill).as_secs_f64();
+        *tokens = (*tokens + elapsed_seconds * self.tokens_per_second).min(self.capacity);
+        *last_refill = now.max(*last_refill);
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl KeyedSubject for MutexHashMap {
+    type Timestamp = Instant;
+
+    #[inline]
+    fn check_key(&self, key: u64) -> bool {
+        self.take(key, Instant::now())
+    }
+
+    #[inline]
+    fn timestamp(&self) -> Instant {
+        Instant::now()
+    }
+
+    #[inline]
+    fn check_key_at(&self, key: u64, now: Instant) -> bool {
+        self.take(key, now)
+    }
+
+    fn state_report(&self) -> String {
+        let keys = self
+            .buckets
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .len();
+        format!("holds {keys} keys (unbounded map)")
+    }
+}
+
+#[inline]
+fn outcome(allowed: bool, legitimate: bool) -> Outcome {
+    Outcome::from(allowed) * ALLOWED + Outcome::from(allowed && legitimate) * LEGITIMATE_ALLOWED
+}
+
+/// Loop body of the direct scenarios.
+pub struct DirectWorker<'a, S> {
+    /// The shared limiter.
+    pub subject: &'a S,
+}
+
+impl<S: DirectSubject> Worker for DirectWorker<'_, S> {
+    #[inline]
+    fn operate(&mut self) -> Outcome {
+        outcome(self.subject.check(), false)
+    }
+}
+
+/// Where a keyed worker's keys come from; `next_key` also says whether the key is one of the
+/// keyed-flood scenario's legitimate hot keys.
+pub trait KeySource {
+    /// The next key to check.
+    fn next_key(&mut self) -> (u64, bool);
+}
+
+/// Loop body of the keyed scenarios: one check of the next key, on the limiter's clock.
+pub struct KeyedWorker<'a, S, K> {
+    /// The shared limiter.
+    pub subject: &'a S,
+    /// This thread's keys.
+    pub keys: K,
+}
+
+impl<S: KeyedSubject, K: KeySource> Worker for KeyedWorker<'_, S, K> {
+    #[inline]
+    fn operate(&mut self) -> Outcome {
+        let (key, legitimate) = self.keys.next_key();
+        outcome(self.subject.check_key(key), legitimate)
+    }
+}
+
+/// Checks per caller-supplied timestamp in the packet loop.
+pub const PACKET_BATCH: u32 = 32;
+
+/// Loop body of the packet loop: one clock read per batch of [`PACKET_BATCH`] checks, each
+/// check given that reading.
+pub struct PacketWorker<'a, S: KeyedSubject, K> {
+    /// The shared limiter.
+    pub subject: &'a S,
+    /// This thread's flows.
+    pub keys: K,
+    /// The batch's timestamp.
+    pub now: S::Timestamp,
+    /// Checks left before the next clock read.
+    pub left_in_batch: u32,
+}
+
+impl<'a, S: KeyedSubject, K> PacketWorker<'a, S, K> {
+    /// A worker whose first operation reads the clock.
+    pub fn new(subject: &'a S, keys: K) -> Self {
+        PacketWorker {
+            subject,
+            keys,
+            now: subject.timestamp(),
+            left_in_batch: 0,
+        }
+    }
+}
+
+impl<S: KeyedSubject, K: KeySource> Worker for PacketWorker<'_, S, K> {
+    #[inline]
+    fn operate(&mut self) -> Outcome {
+        if self.left_in_batch == 0 {
+            self.now = self.subject.timestamp();
+            self.left_in_batch = PACKET_BATCH;
+        }
+        self.left_in_batch -= 1;
+        let (key, legitimate) = self.keys.next_key();
+        outcome(self.subject.check_key_at(key, self.now), legitimate)
+    }
+}
+
+/// Floor: one read of the clock nanolimit uses by default.
+pub struct ClockReadFloor {
+    /// The clock.
+    pub clock: QuantaClock,
+}
+
+impl Worker for ClockReadFloor {
+    #[inline]
+    fn operate(&mut self) -> Outcome {
+        black_box(self.clock.now_ns());
+        ALLOWED
+    }
+}
+
+/// Floor: one load and one compare-and-swap on this thread's own cache-padded word (no sharing:
+/// the cheapest possible limiter update), with the orderings nanolimit's driver uses.
+pub struct CasFloor {
+    /// This thread's word (allocated by the thread itself).
+    pub word: Box<CachePadded<AtomicU64>>,
+}
+
+impl CasFloor {
+    /// A floor worker with a fresh word.
+    pub fn new() -> Self {
+        CasFloor {
+            word: Box::new(CachePadded::new(AtomicU64::new(0))),
+        }
+    }
+}
+
+#[inline]
+fn compare_and_swap(word: &AtomicU64, add: u64) -> bool {
+    let observed = word.load(Ordering::Acquire);
+    word.compare_exchange_weak(
+        observed,
+        observed.wrapping_add(add),
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    )
+    .is_ok()
+}
+
+impl Worker for CasFloor {
+    #[inline]
+    fn operate(&mut self) -> Outcome {
+        Outcome::from(compare_and_swap(&self.word, 1))
+    }
+}
+
+/// Floor: ahash of a new key, then a compare-and-swap as in [`CasFloor`] (what a keyed check
+/// costs with every slot in L1 and no probing).
+pub struct AhashCasFloor {
+    /// The hasher (fixed seeds).
+    pub hasher: ahash::RandomState,
+    /// The next key.
+    pub key: u64,
+    /// This thread's word.
+    pub word: Box<CachePadded<AtomicU64>>,
+}
+
+impl AhashCasFloor {
+    /// A floor worker with a fresh word.
+    pub fn new() -> Self {
+        AhashCasFloor {
+            hasher: ahash::RandomState::with_seeds(1, 2, 3, 4),
+            key: 0,
+            word: Box::new(CachePadded::new(AtomicU64::new(0))),
+        }
+    }
+}
+
+impl Worker for AhashCasFloor {
+    #[inline]
+    fn operate(&mut self) -> Outcome {
+        self.key = self.key.wrapping_add(1);
+        let hash = self.hasher.hash_one(self.key);
+        Outcome::from(compare_and_swap(&self.word, hash | 1))
+    }
+}
