@@ -9,8 +9,8 @@
 //!
 //! A tick is `emission_interval / 2^k`, with `k` chosen per quota (see [`Gcra`]): the emission
 //! interval is then an exact whole number of ticks, so no rounding error accumulates however
-//! many requests pass, and a tick is at most 1/8 ns, so decisions are precise to below a
-//! nanosecond. A `tat` at or before now is a full bucket ([`Algorithm::FRESH`] is 0).
+//! many requests pass, and a tick is at most 1/8 ns (unless the burst spans years), so decisions
+//! are precise to below a nanosecond. A `tat` at or before now is a full bucket ([`Algorithm::FRESH`] is 0).
 //!
 //! # Rule
 //!
@@ -45,7 +45,10 @@ const MAX_RATE_PER_SECOND: u64 = 16_000_000_000;
 /// - `count >= 1`, `period >= 1 ns`, `burst >= 1`;
 /// - rate at most 16·10^9 units per second ([`QuotaError::RateTooHigh`]);
 /// - period at most [`TIME_HORIZON_NS`] ([`QuotaError::PeriodTooLong`]);
-/// - `burst × T` below about 9 years ([`QuotaError::BurstTooLarge`]).
+/// - burst below 2^62 ([`QuotaError::BurstTooLarge`]).
+///
+/// The tick (the unit of the state word) is `T / 2^k`, with `k` as large as the clock range and
+/// the burst allow: it depends only on the rate unless `burst × T` spans years.
 ///
 /// ```
 /// use nanolimit::Gcra;
@@ -162,16 +165,26 @@ impl Gcra {
         if burst == 0 {
             return Err(QuotaError::ZeroBurst);
         }
-        // The tick is T / 2^k with the largest k such that the horizon fits 2^63 ticks:
-        // 2^59 ns × 2^k / T <= 2^63, i.e. count × 2^k <= 16 × period.
+        // The tick is T / 2^k with the largest k such that the horizon fits 2^63 ticks
+        // (2^59 ns × 2^k / T <= 2^63, i.e. count × 2^k <= 16 × period) and the tolerance fits
+        // 2^62 ticks (burst × 2^k < 2^62). The second bound only binds for bursts worth years.
         let budget = (period_ns as u128) << (MAX_TICKS_LOG2 - TICKS_PER_NS_SHIFT);
         if (count as u128) > budget {
             return Err(QuotaError::RateTooHigh {
                 max_per_second: MAX_RATE_PER_SECOND,
             });
         }
+        if burst >= MAX_TOLERANCE_TICKS {
+            return Err(QuotaError::BurstTooLarge {
+                requested: burst,
+                max: MAX_TOLERANCE_TICKS - 1,
+            });
+        }
         let mut k: u32 = 0;
-        while k < 63 && ((count as u128) << (k + 1)) <= budget {
+        while k < 62
+            && ((count as u128) << (k + 1)) <= budget
+            && ((burst as u128) << (k + 1)) < MAX_TOLERANCE_TICKS as u128
+        {
             k += 1;
         }
         let emission_interval_ticks = 1u64 << k;

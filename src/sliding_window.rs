@@ -12,19 +12,30 @@
 //! # Rule
 //!
 //! With `W` the window length, `e` the time elapsed in the current window and `L` the limit,
-//! a request of cost `n` passes iff
-//! `previous_count × (W − e) / W + current_count + n <= L`, computed exactly in integers as
-//! `previous_count × (W − e) + (current_count + n) × W <= L × W`.
+//! the estimate of the cost admitted in the last `W` is
+//! `⌊previous_count × (W − e) / W⌋ + current_count`, and a request of cost `n` passes iff
+//! `estimate + n <= L`. It is computed without division, exactly in integers:
+//! `current_count + n <= L` and `previous_count × (W − e) < (L − current_count − n + 1) × W`.
+//!
+//! Rounding the previous window's share down makes a saturated key admit exactly `L` per
+//! window (with an exact fraction, the previous window's share never reaches 0 before the
+//! window ends, and a saturated key would get `L − 1`); the estimate may then exceed the true
+//! sliding count by less than one unit. Like every sliding-window counter, it assumes the
+//! previous window's traffic was spread evenly: bursty on/off traffic is admitted at less than
+//! `L` per window.
 //!
 //! # Wrapped window indices
 //!
 //! The index is stored modulo 2^24. Reading the stored index against now's, a difference `d`
-//! (mod 2^24) of 0 is the same window, 1 the next, and anything up to
-//! 2^24 − [`BACKWARD_WINDOWS`] is "long ago": the state is fresh. A difference above that is a
-//! clock that stepped back (or a reading taken before a preemption): the request is judged in the
-//! stored window as if at its very start, which grants no capacity. So a key idle for up to
-//! (2^24 − 2^20) windows — 182 days of 1-second windows — is correctly seen as fresh; longer idle
-//! periods may alias. Windows are at least 1 ms long.
+//! (mod 2^24) of 0 is the same window, 1 the next, and anything below
+//! 2^24 − [`BACKWARD_WINDOWS`] is "long ago": the state is fresh. A difference of
+//! 2^24 − [`BACKWARD_WINDOWS`] or more is a clock that stepped back by at most
+//! [`BACKWARD_WINDOWS`] windows (or a reading taken before a preemption): the request is judged in
+//! the stored window as if at its very start, which grants no capacity, and `retry_after` counts
+//! from now. So a key idle for fewer than (2^24 − 2^12) windows — 194 days of 1-second windows,
+//! 4.6 hours of 1 ms windows — is correctly seen as fresh. Longer idle periods may alias: with a
+//! chance of 2^12 / 2^24 they read as a stepped-back clock and the key's old counts apply for up
+//! to 2^12 windows (4 s of 1 ms windows). Windows are at least 1 ms long.
 
 use crate::algorithm::{Algorithm, Sealed, Step};
 use crate::error::QuotaError;
@@ -47,15 +58,15 @@ pub const WINDOW_INDEX_BITS: u32 = 64 - WINDOW_INDEX_SHIFT;
 pub const WINDOW_INDEX_MASK: u64 = (1 << WINDOW_INDEX_BITS) - 1;
 /// How many windows back a stored index may be ahead of now and still be read as a clock that
 /// stepped back rather than as a key idle for a very long time.
-pub const BACKWARD_WINDOWS: u64 = 1 << 20;
+pub const BACKWARD_WINDOWS: u64 = 1 << 12;
 /// The largest limit per window (a few values are kept clear of the count field's maximum).
 pub const MAX_LIMIT: u64 = COUNT_MASK - 15;
 /// The shortest window.
 pub const MIN_WINDOW_NS: u64 = 1_000_000;
 
 /// A sliding-window-counter quota: at most `limit` units in any window of `window` length,
-/// approximated by weighting the previous fixed window (the approach of Cloudflare's and
-/// nginx's limiters), at a fraction of the memory of an exact log.
+/// estimated by weighting the previous fixed window (the approach of Cloudflare's limiter), at
+/// a fraction of the memory of an exact log. See the [module documentation](self) for the rule.
 ///
 /// Limits, checked at construction: `1 <= limit <= 1,048,560`; `1 ms <= window <= ~18 years`.
 ///
@@ -116,25 +127,37 @@ impl SlidingWindow {
         Duration::from_nanos(self.length.window_ns)
     }
 
-    /// Unpacks `state` as seen at `now`: (window index, previous, current, elapsed), with the
-    /// window roll-over, idle expiry and backward-clock rules applied.
+    /// Unpacks `state` as seen at `now`, with the window roll-over, idle expiry and
+    /// backward-clock rules applied.
     #[inline]
-    fn view(&self, state: u64, now: WindowInstant) -> (u64, u64, u64, u64) {
+    fn view(&self, state: u64, now: WindowInstant) -> View {
         let stored_index = state >> WINDOW_INDEX_SHIFT;
         let previous = (state >> PREVIOUS_COUNT_SHIFT) & COUNT_MASK;
         let current = (state >> CURRENT_COUNT_SHIFT) & COUNT_MASK;
         let now_index = now.window_index & WINDOW_INDEX_MASK;
         let distance = now_index.wrapping_sub(stored_index) & WINDOW_INDEX_MASK;
-        if distance == 0 {
-            (stored_index, previous, current, now.elapsed_ns)
+        let (index, previous, current, elapsed_ns, delay_ns) = if distance == 0 {
+            (stored_index, previous, current, now.elapsed_ns, 0)
         } else if distance == 1 {
-            (now_index, current, 0, now.elapsed_ns)
-        } else if distance > WINDOW_INDEX_MASK - BACKWARD_WINDOWS && (previous | current) != 0 {
+            (now_index, current, 0, now.elapsed_ns, 0)
+        } else if distance >= WINDOW_INDEX_MASK + 1 - BACKWARD_WINDOWS && (previous | current) != 0
+        {
             // The clock stepped back past a window boundary: stay in the stored window, at its
-            // start, where the previous window weighs the most.
-            (stored_index, previous, current, 0)
+            // start, where the previous window weighs the most; that start is this far ahead.
+            let windows_ahead = WINDOW_INDEX_MASK + 1 - distance;
+            let delay_ns = windows_ahead
+                .saturating_mul(self.length.window_ns)
+                .saturating_sub(now.elapsed_ns);
+            (stored_index, previous, current, 0, delay_ns)
         } else {
-            (now_index, 0, 0, now.elapsed_ns)
+            (now_index, 0, 0, now.elapsed_ns, 0)
+        };
+        View {
+            index,
+            previous,
+            current,
+            elapsed_ns,
+            delay_ns,
         }
     }
 
@@ -145,12 +168,31 @@ impl SlidingWindow {
             | (current << CURRENT_COUNT_SHIFT)
     }
 
-    /// `previous × (W − e) + current × W`, the weighted count scaled by `W`.
-    #[inline]
-    fn weighted_scaled(&self, previous: u64, current: u64, elapsed_ns: u64) -> u128 {
+    /// The elapsed time from which `previous × (W − e) < room × W` holds in a window whose
+    /// previous count is `previous` (`room >= 1`), or `None` if it never holds in that window.
+    fn earliest_elapsed(&self, previous: u64, room: u64) -> Option<u64> {
         let window_ns = self.length.window_ns as u128;
-        previous as u128 * (window_ns - elapsed_ns as u128) + current as u128 * window_ns
+        if previous == 0 {
+            return Some(0);
+        }
+        // The longest remaining time x = W − e with previous × x < room × W.
+        let longest_remaining = (room as u128 * window_ns).div_ceil(previous as u128) - 1;
+        if longest_remaining == 0 {
+            return None;
+        }
+        Some(window_ns.saturating_sub(longest_remaining) as u64)
     }
+}
+
+/// A state word unpacked at a given time.
+#[derive(Debug, Clone, Copy)]
+struct View {
+    index: u64,
+    previous: u64,
+    current: u64,
+    elapsed_ns: u64,
+    /// Time from now to the moment the view describes (non-zero only after a backward step).
+    delay_ns: u64,
 }
 
 impl Sealed for SlidingWindow {}
@@ -165,13 +207,15 @@ impl Algorithm for SlidingWindow {
 
     #[inline]
     fn step(&self, state: u64, now: WindowInstant, cost: u64) -> Step {
-        let (index, previous, current, elapsed_ns) = self.view(state, now);
-        if cost > self.limit {
+        let view = self.view(state, now);
+        if cost > self.limit || view.current + cost > self.limit {
             return Step::Deny;
         }
-        let weighted = self.weighted_scaled(previous, current + cost, elapsed_ns);
-        if weighted <= self.limit as u128 * self.length.window_ns as u128 {
-            Step::Allow(Self::pack(index, previous, current + cost))
+        let room = self.limit - view.current - cost + 1;
+        let previous_share_scaled =
+            view.previous as u128 * (self.length.window_ns - view.elapsed_ns) as u128;
+        if previous_share_scaled < room as u128 * self.length.window_ns as u128 {
+            Step::Allow(Self::pack(view.index, view.previous, view.current + cost))
         } else {
             Step::Deny
         }
@@ -183,55 +227,52 @@ impl Algorithm for SlidingWindow {
     }
 
     fn remaining(&self, state: u64, now: WindowInstant) -> u64 {
-        let (_, previous, current, elapsed_ns) = self.view(state, now);
-        let capacity = self.limit as u128 * self.length.window_ns as u128;
-        let used = self.weighted_scaled(previous, current, elapsed_ns);
-        (capacity.saturating_sub(used) / self.length.window_ns as u128) as u64
+        let view = self.view(state, now);
+        let window_ns = self.length.window_ns as u128;
+        let previous_share =
+            view.previous as u128 * (window_ns - view.elapsed_ns as u128) / window_ns;
+        (self.limit as u128).saturating_sub(view.current as u128 + previous_share) as u64
     }
 
     fn reset_after_ns(&self, state: u64, now: WindowInstant) -> u64 {
-        let (_, previous, current, elapsed_ns) = self.view(state, now);
-        let to_window_end = self.length.window_ns - elapsed_ns;
-        if current > 0 {
-            to_window_end + self.length.window_ns
-        } else if previous > 0 {
-            to_window_end
+        let view = self.view(state, now);
+        let window_ns = self.length.window_ns;
+        // Full capacity once the current count has become the previous one and its share has
+        // rounded down to zero (a share below one unit).
+        let wait = if view.current > 0 {
+            let at = self.earliest_elapsed(view.current, 1).unwrap_or(window_ns);
+            (window_ns - view.elapsed_ns) + at
         } else {
-            0
-        }
+            let at = self.earliest_elapsed(view.previous, 1).unwrap_or(window_ns);
+            at.saturating_sub(view.elapsed_ns)
+        };
+        wait.saturating_add(view.delay_ns)
     }
 
     fn retry_after_ns(&self, state: u64, now: WindowInstant, cost: u64) -> u64 {
-        let (_, previous, current, elapsed_ns) = self.view(state, now);
-        let window_ns = self.length.window_ns as u128;
-        // Earliest elapsed time `e` in a window with counts (previous, current) at which
-        // previous × (W − e) + (current + cost) × W <= limit × W.
-        let earliest = |previous: u64, current: u64| -> Option<u128> {
-            let room =
-                (self.limit as u128).checked_sub(current as u128 + cost as u128)? * window_ns;
-            if previous == 0 {
-                return Some(0);
-            }
-            // previous × (W − e) <= room  <=>  e >= W − room / previous
-            Some(window_ns.saturating_sub(room / previous as u128))
-        };
-        let wait = match earliest(previous, current) {
-            Some(at) if at < window_ns || previous == 0 => {
-                at.saturating_sub(elapsed_ns as u128)
-            }
-            _ => {
-                // Not in this window: in the next one, `current` becomes the previous count.
-                let at = earliest(current, 0).unwrap_or(0);
-                (window_ns - elapsed_ns as u128) + at
+        let view = self.view(state, now);
+        let window_ns = self.length.window_ns;
+        let in_this_window = (view.current + cost <= self.limit)
+            .then(|| self.earliest_elapsed(view.previous, self.limit - view.current - cost + 1))
+            .flatten();
+        let wait = match in_this_window {
+            Some(at) => at.saturating_sub(view.elapsed_ns),
+            None => {
+                // In the next window `current` becomes the previous count; a cost of at most
+                // the limit always fits before that window ends.
+                let at = self
+                    .earliest_elapsed(view.current, self.limit.saturating_sub(cost) + 1)
+                    .unwrap_or(window_ns);
+                (window_ns - view.elapsed_ns) + at
             }
         };
-        u64::try_from(wait).unwrap_or(u64::MAX)
+        wait.saturating_add(view.delay_ns)
     }
 
     #[inline]
     fn is_fresh(&self, state: u64, now: WindowInstant) -> bool {
-        let (_, previous, current, _) = self.view(state, now);
-        (previous | current) == 0
+        let view = self.view(state, now);
+        (view.previous | view.current) == 0
     }
 
     fn rebase(&self, table: &SlidingWindow) -> Result<SlidingWindow, QuotaError> {

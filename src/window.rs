@@ -18,13 +18,34 @@ pub(crate) struct WindowLength {
     reciprocal_shift: u32,
 }
 
-/// "Now" for window algorithms: which window, and how far into it.
+/// "Now" for window algorithms: which window, and how far into it. Made only by a quota's
+/// [`instant`](crate::Algorithm::instant), so the elapsed time is always below the window.
+///
+/// ```
+/// use nanolimit::{Algorithm, FixedWindow};
+/// use std::time::Duration;
+///
+/// let quota = FixedWindow::new(10, Duration::from_secs(1))?;
+/// let now = quota.instant(2_500_000_000);
+/// assert_eq!((now.window_index(), now.elapsed_ns()), (2, 500_000_000));
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowInstant {
+    pub(crate) window_index: u64,
+    pub(crate) elapsed_ns: u64,
+}
+
+impl WindowInstant {
     /// Whole windows since the clock's origin.
-    pub window_index: u64,
+    pub fn window_index(&self) -> u64 {
+        self.window_index
+    }
+
     /// Nanoseconds since the start of that window (below the window length).
-    pub elapsed_ns: u64,
+    pub fn elapsed_ns(&self) -> u64 {
+        self.elapsed_ns
+    }
 }
 
 impl WindowLength {

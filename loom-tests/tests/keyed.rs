@@ -1,0 +1,163 @@
+//! Loom models of the keyed table's slot protocol (src/keyed.rs): concurrent inserts of one new
+//! key, an insert reclaiming a fresh-equivalent slot while its old key is checked, and checks of
+//! present keys racing with each other.
+//!
+//! Every table here has one shard and one bucket (capacity 1 gives 8 slots), so placement does
+//! not depend on the table's random hash seed and every execution of a model is the same
+//! program. Keys are `Exact` integers so the models also cover the two-word identity.
+
+use loom::sync::Arc;
+use loom::thread;
+use nanolimit::{ExactKeyedLimiter, Gcra, KeyedLimiter, ManualClock, SlidingWindow};
+use nanolimit_loom_tests::explore;
+use std::time::Duration;
+
+const SECOND_NS: u64 = 1_000_000_000;
+
+/// A one-bucket table (8 slots) of GCRA state, burst `burst`, one unit per second.
+fn gcra_table(burst: u64) -> ExactKeyedLimiter<u64, Gcra, ManualClock> {
+    let quota = Gcra::per_second(1).unwrap().with_burst(burst).unwrap();
+    KeyedLimiter::builder(quota)
+        .capacity(1)
+        .shards(1)
+        .clock(ManualClock::new())
+        .exact_keys()
+        .build()
+        .unwrap()
+}
+
+/// Two threads insert the same new key at once: one entry results, and both admissions count
+/// against it (a third unit is denied; with two entries it would pass).
+#[test]
+fn concurrent_inserts_of_one_key_make_one_entry() {
+    explore("keyed: two inserts of one new key", 3, || {
+        let table = Arc::new(gcra_table(2));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let table = Arc::clone(&table);
+                thread::spawn(move || table.check_key_at(&7, 0).is_allowed())
+            })
+            .collect();
+        for handle in handles {
+            assert!(
+                handle.join().unwrap(),
+                "a fresh key with burst 2 admits two units"
+            );
+        }
+        assert_eq!(table.stats().inserts, 1, "one entry for one key");
+        assert!(
+            table.check_key_at(&7, 0).is_denied(),
+            "both units counted against the entry"
+        );
+        assert_eq!(table.peek_key_at(&7, 0).remaining(), 0);
+    });
+}
+
+/// Fills the 8 slots with keys 100..108, each having used one unit at time 0 (fresh again at 1 s).
+fn fill(table: &ExactKeyedLimiter<u64, Gcra, ManualClock>) {
+    for key in 100..108 {
+        assert!(table.check_key_at(&key, 0).is_allowed());
+    }
+    assert_eq!(table.stats().inserts, 8);
+}
+
+/// At 1 s every entry is fresh-equivalent. A new key's insert reclaims a slot (the first one,
+/// key 100's) while another thread checks key 100. Whatever the interleaving: no admission is
+/// lost (key 100 and the new key each show exactly one unit used), and no slot ends up serving
+/// two keys (each key's remaining capacity is its own).
+#[test]
+fn insert_reclaiming_a_slot_races_with_a_check_of_its_old_key() {
+    explore("keyed: reclaim vs check of the old key", 2, || {
+        let table = Arc::new(gcra_table(2));
+        fill(&table);
+        let now = SECOND_NS;
+        let checker = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || table.check_key_at(&100, now).is_allowed())
+        };
+        let inserter = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || table.check_key_at(&200, now).is_allowed())
+        };
+        assert!(checker.join().unwrap());
+        assert!(inserter.join().unwrap());
+        for key in [100, 200] {
+            assert_eq!(
+                table.peek_key_at(&key, now).remaining(),
+                1,
+                "key {key}: one unit used"
+            );
+        }
+        for key in 101..108 {
+            assert_eq!(
+                table.peek_key_at(&key, now).remaining(),
+                2,
+                "key {key}: untouched"
+            );
+        }
+        let stats = table.stats();
+        assert!(stats.reclaims >= 1, "{stats:?}");
+        assert_eq!(stats.refused_new_keys, 0, "{stats:?}");
+    });
+}
+
+/// Two new keys race for the reclaimable slots while a third thread checks a present key that
+/// is live (not reclaimable): the live key's entry is never taken, and every admission counts.
+#[test]
+fn two_inserts_reclaiming_while_a_live_key_is_checked() {
+    explore("keyed: two reclaims vs a live key", 2, || {
+        let table = Arc::new(gcra_table(2));
+        fill(&table);
+        let now = SECOND_NS;
+        // Key 100 uses its second unit at 1 s: live (not fresh) until 2 s.
+        assert!(table.check_key_at(&100, now).is_allowed());
+        let threads: Vec<_> = [100u64, 200, 201]
+            .into_iter()
+            .map(|key| {
+                let table = Arc::clone(&table);
+                thread::spawn(move || table.check_key_at(&key, now).is_allowed())
+            })
+            .collect();
+        let admitted: Vec<bool> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(admitted, [true, true, true]);
+        // Key 100: 1 unit at 0, then units at 1 s: its entry was never reclaimed, so the third
+        // check at 1 s found it holding two units of debt minus the one second of refill.
+        assert_eq!(table.peek_key_at(&100, now).remaining(), 0);
+        for key in [200, 201] {
+            assert_eq!(table.peek_key_at(&key, now).remaining(), 1, "key {key}");
+        }
+        assert_eq!(table.stats().inserts, 10);
+    });
+}
+
+/// Checks of one present key from three threads on a sliding window: exactly the limit passes
+/// (no lost update through the keyed path of the driver).
+#[test]
+fn checks_of_a_present_key_admit_exactly_the_limit() {
+    explore("keyed: three checkers on one key", 2, || {
+        let quota = SlidingWindow::new(2, Duration::from_secs(1)).unwrap();
+        let table = Arc::new(
+            KeyedLimiter::builder(quota)
+                .capacity(1)
+                .shards(1)
+                .clock(ManualClock::new())
+                .exact_keys()
+                .build()
+                .unwrap(),
+        );
+        assert!(table.check_key_at(&1u64, 0).is_allowed());
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let table = Arc::clone(&table);
+                thread::spawn(move || table.check_key_at(&1u64, 1).is_allowed())
+            })
+            .collect();
+        let admitted = threads
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .filter(|&allowed| allowed)
+            .count();
+        assert_eq!(admitted, 1, "limit 2, one unit already used");
+        assert_eq!(table.peek_key_at(&1u64, 1).remaining(), 0);
+    });
+}

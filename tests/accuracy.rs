@@ -1,0 +1,405 @@
+//! Long simulated runs under saturation (far more offered than the quota admits), on simulated
+//! time (`_at(now_ns)` readings), measuring what the limiter admitted against the quota.
+//!
+//! - GCRA, from 1 per day to 16·10^9 per second, and byte rates up to 100 Gbit/s
+//!   (12.5·10^9 bytes/s) with packet-sized costs: over a long run the admitted amount is
+//!   `rate × duration + burst` to within 0.01 % (asserted; measured deviations are printed in
+//!   ppm: run with `--nocapture`).
+//! - Fixed windows: every window admits exactly the limit.
+//! - Sliding windows: every window admits at most the limit, and after each drained arrival the
+//!   sliding estimate (previous window weighted by its part still inside, plus the current) is
+//!   exactly saturated: within one unit below the limit.
+//!
+//! To stay fast, time jumps in big steps and each arrival drains what is available with one
+//! large `check_n` (the decision's `remaining` says how much; the next unit is then denied).
+
+use nanolimit::{FixedWindow, Gcra, Limiter, ManualClock, SlidingWindow};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::time::Duration;
+
+const SECOND_NS: u64 = 1_000_000_000;
+const DAY_NS: u64 = 86_400 * SECOND_NS;
+const YEAR_NS: u64 = 365 * DAY_NS;
+
+/// The largest deviation allowed: 0.01 % = 100 ppm.
+const MAX_DEVIATION_PPM: f64 = 100.0;
+
+/// How a saturating client offers traffic.
+#[derive(Debug, Clone, Copy)]
+enum Offer {
+    /// At each arrival, take everything available: `check_n(remaining)`, then one more unit,
+    /// which must be denied.
+    Drain,
+    /// At each arrival, one packet of this many units (bytes).
+    Packets(u64),
+    /// At each arrival, one packet of a random size in this range.
+    RandomPackets(u64, u64),
+}
+
+struct GcraRun {
+    name: &'static str,
+    quota: Gcra,
+    duration_ns: u64,
+    /// Arrivals are spaced by a random gap in `1..=max_gap_ns`.
+    max_gap_ns: u64,
+    offer: Offer,
+}
+
+/// The admitted amount, and what the quota allows: `burst + count × duration / period` as an
+/// exact fraction (numerator, denominator = period).
+fn simulate_gcra(run: &GcraRun, seed: u64) -> (u128, u128, u128) {
+    let quota = run.quota;
+    let limiter = Limiter::with_clock(quota, ManualClock::new());
+    let mut rng = StdRng::seed_from_u64(seed);
+    let start = rng.gen_range(0..YEAR_NS);
+    let end = start + run.duration_ns;
+    let mut now = start;
+    let mut admitted: u128 = 0;
+    let mut offered: u128 = 0;
+    loop {
+        match run.offer {
+            Offer::Drain => {
+                let burst = quota.burst();
+                let first = limiter.check_n_at(burst, now).unwrap();
+                offered += burst as u128;
+                if first.is_allowed() {
+                    admitted += burst as u128;
+                } else if first.remaining() > 0 {
+                    let rest = first.remaining();
+                    assert!(limiter.check_n_at(rest, now).unwrap().is_allowed());
+                    admitted += rest as u128;
+                }
+                assert!(
+                    limiter.check_at(now).is_denied(),
+                    "{}: not drained",
+                    run.name
+                );
+            }
+            Offer::Packets(size) => {
+                offered += size as u128;
+                if limiter.check_n_at(size, now).unwrap().is_allowed() {
+                    admitted += size as u128;
+                }
+            }
+            Offer::RandomPackets(smallest, largest) => {
+                let size = rng.gen_range(smallest..=largest);
+                offered += size as u128;
+                if limiter.check_n_at(size, now).unwrap().is_allowed() {
+                    admitted += size as u128;
+                }
+            }
+        }
+        if now == end {
+            break;
+        }
+        now = (now + rng.gen_range(1..=run.max_gap_ns)).min(end);
+    }
+    let period = quota.period().as_nanos();
+    let allowed_numerator =
+        quota.burst() as u128 * period + quota.count() as u128 * run.duration_ns as u128;
+    // Saturation: far more was offered than the quota allows.
+    assert!(
+        offered * period > 2 * allowed_numerator,
+        "{}: not saturated ({offered} offered)",
+        run.name
+    );
+    (admitted, allowed_numerator, period)
+}
+
+fn deviation_ppm(admitted: u128, numerator: u128, denominator: u128) -> f64 {
+    let difference = (admitted * denominator) as f64 - numerator as f64;
+    difference / numerator as f64 * 1e6
+}
+
+fn gcra_runs() -> Vec<GcraRun> {
+    let quota = |count: u64, period_ns: u64, burst: u64| {
+        Gcra::new(count, period_ns)
+            .unwrap()
+            .with_burst(burst)
+            .unwrap()
+    };
+    // With a drained bucket holding less than one unit, a gap of at most (burst − 1) units'
+    // time never overflows the bucket, so saturation loses nothing to the burst cap.
+    vec![
+        GcraRun {
+            name: "1 per day",
+            quota: quota(1, DAY_NS, 2),
+            duration_ns: 3_650 * DAY_NS,
+            max_gap_ns: DAY_NS / 2,
+            offer: Offer::Drain,
+        },
+        GcraRun {
+            name: "1 per hour",
+            quota: quota(1, 3_600 * SECOND_NS, 2),
+            duration_ns: 10 * 8_760 * 3_600 * SECOND_NS,
+            max_gap_ns: 1_800 * SECOND_NS,
+            offer: Offer::Drain,
+        },
+        GcraRun {
+            name: "7 per minute",
+            quota: quota(7, 60 * SECOND_NS, 4),
+            duration_ns: YEAR_NS,
+            max_gap_ns: 25 * SECOND_NS,
+            offer: Offer::Drain,
+        },
+        GcraRun {
+            name: "3 per second",
+            quota: quota(3, SECOND_NS, 3),
+            duration_ns: 10 * DAY_NS,
+            max_gap_ns: 600_000_000,
+            offer: Offer::Drain,
+        },
+        GcraRun {
+            name: "1000 per second",
+            quota: quota(1_000, SECOND_NS, 100),
+            duration_ns: DAY_NS,
+            max_gap_ns: 90_000_000,
+            offer: Offer::Drain,
+        },
+        GcraRun {
+            name: "999,983 per 1.000000007 s",
+            quota: quota(999_983, 1_000_000_007, 10_000),
+            duration_ns: 3_600 * SECOND_NS,
+            max_gap_ns: 9_000_000,
+            offer: Offer::Drain,
+        },
+        GcraRun {
+            name: "1e6 per second",
+            quota: quota(1_000_000, SECOND_NS, 1_000),
+            duration_ns: 1_000 * SECOND_NS,
+            max_gap_ns: 900_000,
+            offer: Offer::Drain,
+        },
+        GcraRun {
+            name: "1e9 per second",
+            quota: quota(1_000_000_000, SECOND_NS, 1_000_000),
+            duration_ns: 1_000 * SECOND_NS,
+            max_gap_ns: 900_000,
+            offer: Offer::Drain,
+        },
+        GcraRun {
+            name: "16e9 per second",
+            quota: quota(16_000_000_000, SECOND_NS, 16_000_000),
+            duration_ns: 1_000 * SECOND_NS,
+            max_gap_ns: 900_000,
+            offer: Offer::Drain,
+        },
+        GcraRun {
+            name: "10 Gbit/s, 1500-byte packets",
+            quota: quota(1_250_000_000, SECOND_NS, 15_000),
+            duration_ns: 2 * SECOND_NS,
+            max_gap_ns: 1_000,
+            offer: Offer::Packets(1_500),
+        },
+        GcraRun {
+            name: "100 Gbit/s, 1500-byte packets",
+            quota: quota(12_500_000_000, SECOND_NS, 1_250_000),
+            duration_ns: SECOND_NS / 5,
+            max_gap_ns: 100,
+            offer: Offer::Packets(1_500),
+        },
+        GcraRun {
+            name: "100 Gbit/s, 64..9000-byte packets",
+            quota: quota(12_500_000_000, SECOND_NS, 1_250_000),
+            duration_ns: SECOND_NS / 5,
+            max_gap_ns: 300,
+            offer: Offer::RandomPackets(64, 9_000),
+        },
+        GcraRun {
+            name: "100 Gbit/s, drained every ~50 us",
+            quota: quota(12_500_000_000, SECOND_NS, 12_500_000),
+            duration_ns: 100 * SECOND_NS,
+            max_gap_ns: 100_000,
+            offer: Offer::Drain,
+        },
+    ]
+}
+
+#[test]
+fn gcra_admits_rate_times_duration_plus_burst_from_one_per_day_to_100_gigabit() {
+    println!(
+        "{:<36} {:>14} {:>22} {:>22} {:>16}",
+        "quota", "duration (s)", "admitted", "rate x duration + burst", "deviation (ppm)"
+    );
+    for (seed, run) in gcra_runs().iter().enumerate() {
+        let (admitted, numerator, denominator) = simulate_gcra(run, seed as u64);
+        let deviation = deviation_ppm(admitted, numerator, denominator);
+        println!(
+            "{:<36} {:>14} {:>22} {:>22.3} {:>16.6}",
+            run.name,
+            run.duration_ns as f64 / SECOND_NS as f64,
+            admitted,
+            numerator as f64 / denominator as f64,
+            deviation
+        );
+        assert!(
+            deviation.abs() <= MAX_DEVIATION_PPM,
+            "{}: deviation {deviation} ppm",
+            run.name
+        );
+        // Never more than allowed, beyond the clock conversion's one early tick (less than a
+        // unit); never less than allowed minus what the last arrival could not take.
+        let largest_request = match run.offer {
+            Offer::Drain => 1,
+            Offer::Packets(size) => size,
+            Offer::RandomPackets(_, largest) => largest,
+        };
+        assert!(
+            admitted * denominator < numerator + denominator,
+            "{}",
+            run.name
+        );
+        assert!(
+            (admitted + largest_request as u128) * denominator > numerator,
+            "{}: admitted {admitted}",
+            run.name
+        );
+    }
+}
+
+/// Per-window admitted counts of a saturating client, and at every drained arrival the state of
+/// the client's own counts: (window index, elapsed ns, previous window's count, this window's).
+struct WindowRun {
+    counts: Vec<u64>,
+}
+
+fn simulate_windows<A: nanolimit::Algorithm>(
+    limiter: &Limiter<A, ManualClock>,
+    window_ns: u64,
+    windows: u64,
+    max_gap_ns: u64,
+    seed: u64,
+    mut after_drain: impl FnMut(u64, u64, u64, u64),
+) -> WindowRun {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let first_window = rng.gen_range(0..1_000_000);
+    let mut now = first_window * window_ns + rng.gen_range(0..window_ns);
+    let end = (first_window + windows) * window_ns;
+    let mut counts = vec![0u64; windows as usize];
+    let capacity = limiter.policy().capacity();
+    while now < end {
+        let window = now / window_ns - first_window;
+        let first = limiter.check_n_at(capacity, now).unwrap();
+        let taken = if first.is_allowed() {
+            capacity
+        } else {
+            let rest = first.remaining();
+            if rest > 0 {
+                assert!(limiter.check_n_at(rest, now).unwrap().is_allowed());
+            }
+            rest
+        };
+        counts[window as usize] += taken;
+        assert!(limiter.check_at(now).is_denied());
+        let previous = if window > 0 {
+            counts[window as usize - 1]
+        } else {
+            0
+        };
+        after_drain(window, now % window_ns, previous, counts[window as usize]);
+        now += rng.gen_range(1..=max_gap_ns);
+    }
+    WindowRun { counts }
+}
+
+#[test]
+fn fixed_windows_admit_exactly_the_limit_in_every_window() {
+    use nanolimit::fixed_window::{MAX_LIMIT, MIN_WINDOW_NS};
+    let cases = [
+        (1, SECOND_NS),
+        (10, SECOND_NS),
+        (1_000, 60 * SECOND_NS),
+        (MAX_LIMIT, MIN_WINDOW_NS),
+        (MAX_LIMIT, SECOND_NS),
+        (777, 1_000_000_007),
+    ];
+    for (seed, (limit, window_ns)) in cases.into_iter().enumerate() {
+        let quota = FixedWindow::new(limit, Duration::from_nanos(window_ns)).unwrap();
+        let limiter = Limiter::with_clock(quota, ManualClock::new());
+        let windows = 20_000;
+        let run = simulate_windows(
+            &limiter,
+            window_ns,
+            windows,
+            window_ns / 4,
+            seed as u64,
+            |_, _, _, _| {},
+        );
+        // Every window had an arrival (gaps are at most a quarter window), so each is full.
+        for (window, &count) in run.counts.iter().enumerate() {
+            assert_eq!(count, limit, "limit {limit}, window {window}");
+        }
+        println!(
+            "fixed window {limit} per {window_ns} ns: {windows} windows, each exactly {limit}"
+        );
+    }
+    // Unit requests arriving several times faster than the limit: exactly the limit per window.
+    for (limit, window_ns) in [(1u64, SECOND_NS), (3, SECOND_NS), (50, 7_919_000)] {
+        let quota = FixedWindow::new(limit, Duration::from_nanos(window_ns)).unwrap();
+        let limiter = Limiter::with_clock(quota, ManualClock::new());
+        let mut rng = StdRng::seed_from_u64(limit);
+        let windows = 5_000u64;
+        let mut counts = vec![0u64; windows as usize];
+        let mut now = 0;
+        while now < windows * window_ns {
+            if limiter.check_at(now).is_allowed() {
+                counts[(now / window_ns) as usize] += 1;
+            }
+            now += rng.gen_range(1..=window_ns / (4 * limit));
+        }
+        assert!(counts.iter().all(|&count| count == limit), "limit {limit}");
+    }
+}
+
+#[test]
+fn sliding_windows_keep_the_weighted_count_saturated_at_the_limit() {
+    use nanolimit::sliding_window::{MAX_LIMIT, MIN_WINDOW_NS};
+    let cases = [
+        (1, SECOND_NS),
+        (2, SECOND_NS),
+        (100, SECOND_NS),
+        (1_000, 60 * SECOND_NS),
+        (MAX_LIMIT, MIN_WINDOW_NS),
+        (MAX_LIMIT, SECOND_NS),
+        (777, 1_000_000_007),
+    ];
+    for (seed, (limit, window_ns)) in cases.into_iter().enumerate() {
+        let quota = SlidingWindow::new(limit, Duration::from_nanos(window_ns)).unwrap();
+        let limiter = Limiter::with_clock(quota, ManualClock::new());
+        let windows = 20_000;
+        let scaled_limit = limit as u128 * window_ns as u128;
+        let run = simulate_windows(
+            &limiter,
+            window_ns,
+            windows,
+            window_ns / 16,
+            seed as u64,
+            |window, elapsed_ns, previous, current| {
+                // The client's own counts, weighted as the sliding window weighs them: at most
+                // the limit, and less than one unit short of it once drained.
+                let weighted = previous as u128 * (window_ns - elapsed_ns) as u128
+                    + current as u128 * window_ns as u128;
+                assert!(
+                    weighted <= scaled_limit,
+                    "limit {limit}: over in window {window}"
+                );
+                assert!(
+                    weighted + window_ns as u128 > scaled_limit,
+                    "limit {limit}: window {window} at {elapsed_ns} ns left more than a unit"
+                );
+            },
+        );
+        assert_eq!(
+            run.counts[0], limit,
+            "a fresh sliding window admits its whole limit"
+        );
+        assert!(run.counts.iter().all(|&count| count <= limit));
+        let total: u64 = run.counts.iter().sum();
+        println!(
+            "sliding window {limit} per {window_ns} ns: {windows} windows, {:.4} admitted per \
+             window on average",
+            total as f64 / windows as f64
+        );
+    }
+}
