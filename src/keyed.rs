@@ -115,8 +115,12 @@ pub enum WhenFull {
     Allow,
     /// Evict the candidate entry closest to fresh (soonest to reset). The new key inherits its
     /// state, so an eviction never loosens a limit for the new key; if the inherited state
-    /// denies the request, nothing is evicted and the new key is refused. The evicted key
-    /// starts fresh when it returns.
+    /// denies the request, nothing is evicted and the new key is refused. The evicted key comes
+    /// back as a new key (fresh if there is room then, else inheriting another entry's state).
+    /// Under a sustained flood of new keys, inherited states run ahead of time, so many new
+    /// keys are still refused, and a live key whose state is the closest to fresh among its
+    /// candidates can lose its entry: prefer [`Deny`](Self::Deny) when live keys must keep their
+    /// exact limits.
     EvictClosestToFresh,
 }
 
