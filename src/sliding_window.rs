@@ -19,8 +19,9 @@
 //!
 //! Rounding the previous window's share down makes a saturated key admit exactly `L` per
 //! window (with an exact fraction, the previous window's share never reaches 0 before the
-//! window ends, and a saturated key would get `L − 1`); the estimate may then exceed the true
-//! sliding count by less than one unit. Like every sliding-window counter, it assumes the
+//! window ends, and a saturated key would get `L − 1`), as long as the limit is below the
+//! window length in nanoseconds (always, unless over 10^6 per 1 ms window); the exact weighted
+//! count may then exceed `L` by less than one unit. Like every sliding-window counter, it assumes the
 //! previous window's traffic was spread evenly: bursty on/off traffic is admitted at less than
 //! `L` per window.
 //!
@@ -269,10 +270,14 @@ impl Algorithm for SlidingWindow {
         wait.saturating_add(view.delay_ns)
     }
 
+    /// Fresh-equivalent: nothing in the current window, and the previous window's share already
+    /// rounds down to zero (it only shrinks from here on).
     #[inline]
     fn is_fresh(&self, state: u64, now: WindowInstant) -> bool {
         let view = self.view(state, now);
-        (view.previous | view.current) == 0
+        let window_ns = self.length.window_ns as u128;
+        view.current == 0
+            && (view.previous as u128 * (window_ns - view.elapsed_ns as u128)) < window_ns
     }
 
     fn rebase(&self, table: &SlidingWindow) -> Result<SlidingWindow, QuotaError> {

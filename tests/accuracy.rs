@@ -6,9 +6,11 @@
 //!   `rate × duration + burst` to within 0.01 % (asserted; measured deviations are printed in
 //!   ppm: run with `--nocapture`).
 //! - Fixed windows: every window admits exactly the limit.
-//! - Sliding windows: every window admits at most the limit, and after each drained arrival the
-//!   sliding estimate (previous window weighted by its part still inside, plus the current) is
-//!   exactly saturated: within one unit below the limit.
+//! - Sliding windows: every window after the first admits exactly the limit (the first too, on
+//!   a fresh key), as long as the client also arrives once the previous window's share has
+//!   rounded down to zero; and after each drained arrival the rule's estimate (previous window
+//!   weighted by its part still inside, rounded down, plus the current) is exactly the limit, so
+//!   the unrounded weighted count is within one unit above it.
 //!
 //! To stay fast, time jumps in big steps and each arrival drains what is available with one
 //! large `check_n` (the decision's `remaining` says how much; the next unit is then denied).
@@ -258,26 +260,35 @@ fn gcra_admits_rate_times_duration_plus_burst_from_one_per_day_to_100_gigabit() 
     }
 }
 
-/// Per-window admitted counts of a saturating client, and at every drained arrival the state of
-/// the client's own counts: (window index, elapsed ns, previous window's count, this window's).
+/// Per-window admitted counts of a saturating client.
 struct WindowRun {
     counts: Vec<u64>,
 }
 
+/// A saturating client: arrivals spaced by random gaps in `1..=max_gap_ns`, plus one in the last
+/// `final_stretch_ns` nanoseconds of every window (at a random time there), each taking
+/// everything available. After every drained arrival, `after_drain` gets the client's own counts:
+/// (window number from the first, elapsed ns, previous window's count, this window's).
 fn simulate_windows<A: nanolimit::Algorithm>(
     limiter: &Limiter<A, ManualClock>,
     window_ns: u64,
     windows: u64,
     max_gap_ns: u64,
+    final_stretch_ns: u64,
     seed: u64,
     mut after_drain: impl FnMut(u64, u64, u64, u64),
 ) -> WindowRun {
+    assert!((1..=window_ns).contains(&final_stretch_ns));
     let mut rng = StdRng::seed_from_u64(seed);
     let first_window = rng.gen_range(0..1_000_000);
     let mut now = first_window * window_ns + rng.gen_range(0..window_ns);
     let end = (first_window + windows) * window_ns;
     let mut counts = vec![0u64; windows as usize];
     let capacity = limiter.policy().capacity();
+    let late_arrival = |rng: &mut StdRng, window_index: u64| {
+        (window_index + 1) * window_ns - rng.gen_range(1..=final_stretch_ns)
+    };
+    let mut late = late_arrival(&mut rng, now / window_ns).max(now);
     while now < end {
         let window = now / window_ns - first_window;
         let first = limiter.check_n_at(capacity, now).unwrap();
@@ -298,7 +309,12 @@ fn simulate_windows<A: nanolimit::Algorithm>(
             0
         };
         after_drain(window, now % window_ns, previous, counts[window as usize]);
-        now += rng.gen_range(1..=max_gap_ns);
+        let next = now + rng.gen_range(1..=max_gap_ns);
+        if now >= late {
+            // This window's late arrival is done: the next window's is due.
+            late = late_arrival(&mut rng, now / window_ns + 1);
+        }
+        now = next.min(late);
     }
     WindowRun { counts }
 }
@@ -322,6 +338,7 @@ fn fixed_windows_admit_exactly_the_limit_in_every_window() {
             &limiter,
             window_ns,
             windows,
+            window_ns / 4,
             window_ns / 4,
             seed as u64,
             |_, _, _, _| {},
@@ -353,14 +370,15 @@ fn fixed_windows_admit_exactly_the_limit_in_every_window() {
 }
 
 #[test]
-fn sliding_windows_keep_the_weighted_count_saturated_at_the_limit() {
+fn saturated_sliding_windows_admit_exactly_the_limit_in_every_window() {
     use nanolimit::sliding_window::{MAX_LIMIT, MIN_WINDOW_NS};
     let cases = [
         (1, SECOND_NS),
         (2, SECOND_NS),
         (100, SECOND_NS),
         (1_000, 60 * SECOND_NS),
-        (MAX_LIMIT, MIN_WINDOW_NS),
+        (999_999, MIN_WINDOW_NS),
+        (MAX_LIMIT, 1_048_561),
         (MAX_LIMIT, SECOND_NS),
         (777, 1_000_000_007),
     ];
@@ -368,38 +386,82 @@ fn sliding_windows_keep_the_weighted_count_saturated_at_the_limit() {
         let quota = SlidingWindow::new(limit, Duration::from_nanos(window_ns)).unwrap();
         let limiter = Limiter::with_clock(quota, ManualClock::new());
         let windows = 20_000;
-        let scaled_limit = limit as u128 * window_ns as u128;
+        // A previous count p <= limit has a share below one unit, rounded down to zero, once
+        // p × (W − e) < W: in the last ceil(W / limit) − 1 nanoseconds of the window (at least
+        // the last one, the limit being below W).
+        let final_stretch_ns = window_ns.div_ceil(limit) - 1;
         let run = simulate_windows(
             &limiter,
             window_ns,
             windows,
             window_ns / 16,
+            final_stretch_ns,
             seed as u64,
             |window, elapsed_ns, previous, current| {
-                // The client's own counts, weighted as the sliding window weighs them: at most
-                // the limit, and less than one unit short of it once drained.
-                let weighted = previous as u128 * (window_ns - elapsed_ns) as u128
-                    + current as u128 * window_ns as u128;
-                assert!(
-                    weighted <= scaled_limit,
-                    "limit {limit}: over in window {window}"
-                );
-                assert!(
-                    weighted + window_ns as u128 > scaled_limit,
-                    "limit {limit}: window {window} at {elapsed_ns} ns left more than a unit"
-                );
+                assert_saturated(limit, window_ns, window, elapsed_ns, previous, current);
             },
         );
-        assert_eq!(
-            run.counts[0], limit,
-            "a fresh sliding window admits its whole limit"
-        );
-        assert!(run.counts.iter().all(|&count| count <= limit));
-        let total: u64 = run.counts.iter().sum();
+        // The first window on a fresh key, and every window after it: the previous window's
+        // share has rounded down to zero by its late arrival, which takes the rest.
+        for (window, &count) in run.counts.iter().enumerate() {
+            assert_eq!(
+                count, limit,
+                "limit {limit} per {window_ns} ns, window {window}"
+            );
+        }
         println!(
-            "sliding window {limit} per {window_ns} ns: {windows} windows, {:.4} admitted per \
-             window on average",
-            total as f64 / windows as f64
+            "sliding window {limit} per {window_ns} ns: {windows} windows, each exactly {limit}"
         );
+    }
+}
+
+/// The rule's own bound after a drained arrival, on the client's own counts: the estimate
+/// `⌊previous × (W − e) / W⌋ + current` is exactly the limit (a unit more is denied), so the
+/// unrounded weighted count is at least the limit and less than one unit above it.
+fn assert_saturated(
+    limit: u64,
+    window_ns: u64,
+    window: u64,
+    elapsed_ns: u64,
+    previous: u64,
+    current: u64,
+) {
+    let scaled_share = previous as u128 * (window_ns - elapsed_ns) as u128;
+    let estimate = scaled_share / window_ns as u128 + current as u128;
+    assert_eq!(
+        estimate, limit as u128,
+        "limit {limit}: window {window} at {elapsed_ns} ns ({previous} previous, {current} current)"
+    );
+    let weighted = scaled_share + current as u128 * window_ns as u128;
+    let scaled_limit = limit as u128 * window_ns as u128;
+    assert!(weighted >= scaled_limit && weighted < scaled_limit + window_ns as u128);
+}
+
+/// With more units per window than nanoseconds (only limits above 10^6 with windows under
+/// 1.05 ms), even at a window's last nanosecond a previous count p >= W still has a share of
+/// ⌊p / W⌋ >= 1 unit: with the largest limit and the shortest window, a saturated key that
+/// arrives at every window's last nanosecond admits the limit in the first window and one unit
+/// less in every window after it (⌊p / W⌋ = 1 for every p from W to the limit). The rule's bound
+/// holds all the same.
+#[test]
+fn with_more_units_than_nanoseconds_per_window_a_share_never_rounds_to_zero() {
+    use nanolimit::sliding_window::{MAX_LIMIT, MIN_WINDOW_NS};
+    let (limit, window_ns) = (MAX_LIMIT, MIN_WINDOW_NS);
+    let quota = SlidingWindow::new(limit, Duration::from_nanos(window_ns)).unwrap();
+    let limiter = Limiter::with_clock(quota, ManualClock::new());
+    let run = simulate_windows(
+        &limiter,
+        window_ns,
+        20_000,
+        window_ns / 16,
+        1,
+        7,
+        |window, elapsed_ns, previous, current| {
+            assert_saturated(limit, window_ns, window, elapsed_ns, previous, current);
+        },
+    );
+    assert_eq!(run.counts[0], limit);
+    for (window, &count) in run.counts.iter().enumerate().skip(1) {
+        assert_eq!(count, limit - 1, "window {window}");
     }
 }

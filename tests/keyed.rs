@@ -954,27 +954,34 @@ fn sliding_window_eviction_picks_the_entry_with_the_smallest_reset_after() {
         &clock,
     );
     fill(&limiter);
-    // Half-way through window 1: keys 1..8 count one more, key 0 only has its unit from the
-    // previous window (reset after 0.5 s, against 1.5 s for the others).
+    // Half-way through window 1 (the previous window's units now weigh ⌊0.5⌋ = 0): key 0 uses
+    // one more unit, keys 1..8 two more. Key 0 is full again 1 ns after the window ends (its one
+    // unit then weighs less than one); the others only after 1 s + 1 ns.
     clock.set_ns(SECOND_NS + SECOND_NS / 2);
+    assert!(limiter.check_key(&0).is_allowed());
     for key in 1..8 {
+        assert!(limiter.check_key(&key).is_allowed());
         assert!(limiter.check_key(&key).is_allowed());
     }
     assert_eq!(
         limiter.peek_key(&0).reset_after(),
-        Duration::from_millis(500)
+        Duration::from_nanos(SECOND_NS / 2 + 1)
+    );
+    assert_eq!(
+        limiter.peek_key(&1).reset_after(),
+        Duration::from_nanos(SECOND_NS + 1)
     );
     let newcomer = limiter.check_key(&100);
     assert!(newcomer.is_allowed());
     assert!(!newcomer.is_untracked());
     assert_eq!(limiter.stats().evictions, 1);
-    // Inherited: half of key 0's previous unit still weighs, so 3 units in all (a fresh key
-    // would get 4).
+    // Inherited: key 0's current unit plus the newcomer's own, 2 left (a fresh key would
+    // have 3).
     assert_eq!(newcomer.remaining(), 2);
     assert!(limiter.check_key(&100).is_allowed());
     assert!(limiter.check_key(&100).is_allowed());
     assert!(limiter.check_key(&100).is_denied());
-    // The others kept their state (1 previous at half weight + 1 current: 2 left each).
+    // The others kept their state (2 current units, the previous one weighing 0: 2 left each).
     for key in 1..8 {
         assert_eq!(limiter.peek_key(&key).remaining(), 2, "key {key}");
     }

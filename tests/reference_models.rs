@@ -4,7 +4,8 @@
 //!
 //! - GCRA: the theoretical arrival time as an exact rational number of nanoseconds (an integer
 //!   count of `1/count` ns, so `T = period / count` is exact).
-//! - Sliding window: `(window index, previous, current)` unpacked, index `= now / window`.
+//! - Sliding window: `(window index, previous, current)` unpacked, index `= now / window`, the
+//!   previous window's share rounded down.
 //! - Fixed window: `(window index, count)` unpacked.
 //!
 //! The window models must agree exactly on every decision, `remaining`, `retry_after` and
@@ -13,7 +14,9 @@
 //! [`GcraModel`] for the precise tolerance and why it is needed. With whole-nanosecond emission
 //! intervals the due times are whole nanoseconds, and decisions and `remaining` agree exactly.
 
-use nanolimit::{FixedWindow, Gcra, Limiter, ManualClock, SlidingWindow, TIME_HORIZON_NS};
+use nanolimit::{
+    Algorithm, FixedWindow, Gcra, Limiter, ManualClock, SlidingWindow, TIME_HORIZON_NS,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use std::time::Duration;
@@ -370,6 +373,10 @@ fn earliest(from: u64, until: u64, passes: impl Fn(u64) -> bool) -> u64 {
 }
 
 /// The sliding-window counter with its window index kept whole (no wrap) and its fields apart.
+///
+/// The rule, written the obvious way: the estimate at `elapsed` ns into a window of `window`
+/// ns is `⌊previous × (window − elapsed) / window⌋ + current`, and a cost passes iff the estimate
+/// plus the cost is at most the limit.
 #[derive(Debug, Clone, Copy)]
 struct SlidingModel {
     limit: u128,
@@ -392,10 +399,15 @@ impl SlidingModel {
         }
     }
 
-    fn passes(&self, now_ns: u64, cost: u64) -> bool {
+    /// The previous window's share, rounded down, plus the current window's count.
+    fn estimate(&self, now_ns: u64) -> u128 {
         let (previous, current, elapsed) = self.view(now_ns);
         let window = self.window_ns as u128;
-        previous * (window - elapsed) + (current + cost as u128) * window <= self.limit * window
+        previous * (window - elapsed) / window + current
+    }
+
+    fn passes(&self, now_ns: u64, cost: u64) -> bool {
+        self.estimate(now_ns) + cost as u128 <= self.limit
     }
 
     fn admit(&mut self, now_ns: u64, cost: u64) {
@@ -409,15 +421,14 @@ impl SlidingModel {
     }
 
     fn remaining(&self, now_ns: u64) -> u128 {
-        let (previous, current, elapsed) = self.view(now_ns);
-        let window = self.window_ns as u128;
-        (self.limit * window).saturating_sub(previous * (window - elapsed) + current * window)
-            / window
+        self.limit.saturating_sub(self.estimate(now_ns))
     }
 
+    /// As good as never seen: the estimate is 0 now, and (nothing being current) can only
+    /// stay 0.
     fn is_fresh(&self, now_ns: u64) -> bool {
-        let (previous, current, _) = self.view(now_ns);
-        previous == 0 && current == 0
+        let (_, current, _) = self.view(now_ns);
+        current == 0 && self.estimate(now_ns) == 0
     }
 
     /// Two windows after `now_ns`'s window begins, everything is forgotten.
@@ -477,7 +488,15 @@ fn check_sliding_against_model(
             model.admit(now, cost);
         }
         prop_assert_eq!(decision.remaining() as u128, model.remaining(now));
-        let reset_at = earliest(now, model.forgotten_by(now), |at| model.is_fresh(at));
+        prop_assert_eq!(
+            quota.is_fresh(decision.state_word(), quota.instant(now)),
+            model.is_fresh(now)
+        );
+        // Reset: the full limit again (the previous share may have rounded down to 0 before
+        // the state is fresh).
+        let reset_at = earliest(now, model.forgotten_by(now), |at| {
+            model.remaining(at) == model.limit
+        });
         prop_assert_eq!(decision.reset_after(), Duration::from_nanos(reset_at - now));
         if decision.is_denied() {
             let retry_at = earliest(now, model.forgotten_by(now), |at| model.passes(at, cost));

@@ -106,15 +106,27 @@ fn the_previous_window_weighs_by_the_part_still_inside_the_sliding_window() {
     assert_eq!(limiter.peek_at(at).remaining(), 3);
     assert!(limiter.check_n_at(3, at).unwrap().is_allowed());
     assert!(limiter.check_at(at).is_denied());
-    // At 350 ms: 6.5 + 3 + 1 > 10.
+    assert_eq!(limiter.peek_at(at).remaining(), 0);
+    // The share is rounded down: a nanosecond later it is 6.99999999, counted as 6, and
+    // 6 + 3 + 1 = 10 passes.
+    assert_eq!(limiter.peek_at(at + 1).remaining(), 1);
+    assert!(limiter.check_at(at + 1).is_allowed());
+    // The next unit waits for the share to drop below 6: not at 400 ms (exactly 6), but a
+    // nanosecond after.
     assert!(limiter.check_at(at + 50 * MILLISECOND_NS).is_denied());
-    // At 400 ms: 6 + 3 + 1 = 10 exactly, and not a nanosecond sooner.
-    assert!(limiter.check_at(at + 100 * MILLISECOND_NS - 1).is_denied());
-    assert!(limiter.check_at(at + 100 * MILLISECOND_NS).is_allowed());
-    // The window after: the previous window is the one with 4, and the one before is gone.
+    assert!(limiter.check_at(at + 100 * MILLISECOND_NS).is_denied());
+    assert!(limiter.check_at(at + 100 * MILLISECOND_NS + 1).is_allowed());
+    assert!(limiter.check_at(at + 100 * MILLISECOND_NS + 1).is_denied());
+    // The window after: the previous window is the one with 5, and the one before is gone.
     let next = 2 * SECOND_NS;
-    assert_eq!(limiter.peek_at(next).remaining(), 6);
+    assert_eq!(limiter.peek_at(next).remaining(), 5);
+    // Half of 5 is 2.5, counted as 2.
     assert_eq!(limiter.peek_at(next + SECOND_NS / 2).remaining(), 8);
+    assert_eq!(limiter.peek_at(next + 600 * MILLISECOND_NS).remaining(), 8);
+    assert_eq!(
+        limiter.peek_at(next + 600 * MILLISECOND_NS + 1).remaining(),
+        9
+    );
     // Two windows later everything is forgotten.
     assert_eq!(limiter.peek_at(3 * SECOND_NS).remaining(), 10);
 }
@@ -136,10 +148,14 @@ fn the_largest_limit_is_counted_exactly() {
             .unwrap()
             .is_allowed());
         assert!(limiter.check_at(half).is_denied());
-        // At the end of that window, the previous count still weighs 1/W per nanosecond left:
-        // MAX_LIMIT / W rounded up (2 units with 1 ms windows, 1 with 1 s windows).
+        // At the end of that window, the previous count still weighs 1/W per nanosecond left,
+        // rounded down: 1 unit with 1 ms windows, none with 1 s windows.
         let last = start + 2 * window_ns - 1;
-        let weight_of_last_nanosecond = MAX_LIMIT.div_ceil(window_ns);
+        let weight_of_last_nanosecond = MAX_LIMIT / window_ns;
+        assert_eq!(
+            weight_of_last_nanosecond,
+            u64::from(window_ns == MIN_WINDOW_NS)
+        );
         let expected = MAX_LIMIT - MAX_LIMIT / 2 - weight_of_last_nanosecond;
         assert_eq!(limiter.peek_at(last).remaining(), expected);
         assert!(limiter.check_n_at(expected, last).unwrap().is_allowed());
@@ -150,8 +166,9 @@ fn the_largest_limit_is_counted_exactly() {
         let previous = MAX_LIMIT - weight_of_last_nanosecond;
         for (elapsed_ns, expected) in [
             (0, weight_of_last_nanosecond),
-            (window_ns / 4, MAX_LIMIT - (previous * 3).div_ceil(4)),
-            (window_ns / 2, MAX_LIMIT - previous.div_ceil(2)),
+            (window_ns / 4, MAX_LIMIT - previous * 3 / 4),
+            (window_ns / 2, MAX_LIMIT - previous / 2),
+            (window_ns - 1, MAX_LIMIT - previous / window_ns),
         ] {
             assert_eq!(limiter.peek_at(next + elapsed_ns).remaining(), expected);
         }
@@ -221,65 +238,86 @@ fn a_cost_of_zero_passes_and_changes_nothing() {
 
 #[test]
 fn remaining_reset_after_and_headers_follow_the_windows() {
-    // 4 per minute.
+    // 4 per minute, from 15 s into window 1.
     let quota = SlidingWindow::per_minute(4).unwrap();
     let clock = ManualClock::starting_at(60 * SECOND_NS + 15 * SECOND_NS);
     let limiter = Limiter::with_clock(quota, clock.clone());
-    for used in 1..=4 {
+    // The full limit is back once the count has slid into the previous window (45 s from now)
+    // and its share there, ⌊used × (60 s − e) / 60 s⌋, has rounded down to zero: a nanosecond
+    // after e = 60 s − 60 s / used.
+    for (used, reset_after_s, reset_seconds) in [(1, 45, 46), (2, 75, 76), (3, 85, 86), (4, 90, 91)]
+    {
         let decision = limiter.check();
         assert!(decision.is_allowed());
         assert_eq!(decision.limit(), 4);
         assert_eq!(decision.remaining(), 4 - used);
-        // The count leaves the sliding window at the end of the next window.
-        assert_eq!(decision.reset_after(), Duration::from_secs(105));
+        assert_eq!(
+            decision.reset_after(),
+            Duration::from_secs(reset_after_s) + Duration::from_nanos(1)
+        );
         assert_eq!(
             decision.headers(),
             RateLimitHeaders {
                 limit: 4,
                 remaining: 4 - used,
-                reset_seconds: 105,
+                reset_seconds,
                 retry_after_seconds: None,
             }
         );
     }
     let denied = limiter.check();
     assert!(denied.is_denied());
-    // One unit passes once a quarter of the previous window has slid out: 15 s into the next.
-    assert_eq!(denied.retry_after(), Duration::from_secs(60));
+    // One unit passes once the previous window's 4 count as 3: a nanosecond into the next window.
+    assert_eq!(
+        denied.retry_after(),
+        Duration::from_secs(45) + Duration::from_nanos(1)
+    );
     assert_eq!(
         denied.headers(),
         RateLimitHeaders {
             limit: 4,
             remaining: 0,
-            reset_seconds: 105,
-            retry_after_seconds: Some(60),
+            reset_seconds: 91,
+            retry_after_seconds: Some(46),
         }
     );
+    // 14.5 s into window 2: the previous 4 weigh 4 × 45.5 / 60 = 3.03, counted as 3.
     clock.advance(Duration::from_millis(59_500));
+    assert!(limiter.peek().is_allowed());
     let denied = limiter.check_n(2).unwrap();
     assert!(denied.is_denied());
-    // Two units pass once half of the previous window has slid out: at 30 s.
-    assert_eq!(denied.reset_after(), Duration::from_millis(45_500));
-    assert_eq!(denied.retry_after(), Duration::from_millis(15_500));
+    assert_eq!(denied.remaining(), 1);
+    // The 4 count as 0 once less than 15 s of their window remains in the sliding window
+    // (after 45 s); 2 units pass once they count as 2, after 15 s.
+    assert_eq!(
+        denied.reset_after(),
+        Duration::from_millis(30_500) + Duration::from_nanos(1)
+    );
+    assert_eq!(
+        denied.retry_after(),
+        Duration::from_millis(500) + Duration::from_nanos(1)
+    );
     assert_eq!(
         denied.headers(),
         RateLimitHeaders {
             limit: 4,
-            remaining: 0,
-            reset_seconds: 46,
-            retry_after_seconds: Some(16),
+            remaining: 1,
+            reset_seconds: 31,
+            retry_after_seconds: Some(1),
         }
     );
-    clock.advance(Duration::from_secs(16));
+    // At 15 s the 4 still count as 3; a nanosecond later, as 2.
+    clock.advance(Duration::from_millis(500));
+    let denied = limiter.check_n(2).unwrap();
+    assert!(denied.is_denied());
+    assert_eq!(denied.retry_after(), Duration::from_nanos(1));
+    clock.advance_ns(1);
     assert!(limiter.check_n(2).unwrap().is_allowed());
-    // 4 × 29.5 s + 2 × 60 s of the 4 × 60 s: nothing remains, and the 2 leave the sliding
-    // window at the end of the next window.
+    // 2 (of 4) + 2: nothing remains, and the 2 count as 0 once less than 30 s of this window
+    // remains in the sliding window: 45 s − 1 ns + 30 s + 1 ns from now.
     let decision = limiter.peek();
     assert_eq!(decision.remaining(), 0);
-    assert_eq!(
-        decision.reset_after(),
-        Duration::from_secs(60 + 29) + Duration::from_millis(500)
-    );
+    assert_eq!(decision.reset_after(), Duration::from_secs(75));
 }
 
 /// Drives a limiter with a random schedule of random costs; calls `visit` after every check.
@@ -358,16 +396,33 @@ fn waiting_exactly_reset_after_restores_the_full_limit() {
             100 + index as u64,
             2_000,
             |limiter, now, _, decision| {
+                let limit = quota.limit();
                 let wait = decision.reset_after().as_nanos() as u64;
                 let state = decision.state_word();
-                assert!(quota.is_fresh(state, quota.instant(now + wait)));
-                assert_eq!(limiter.peek_at(now + wait).remaining(), quota.limit());
+                // The full limit is back after `wait`: the previous window's share has rounded
+                // down to zero and nothing counts in the current one.
+                let then = quota.instant(now + wait);
+                assert_eq!(limiter.peek_at(now + wait).remaining(), limit);
+                assert_eq!(quota.remaining(state, then), limit);
+                assert!(matches!(quota.step(state, then, limit), Step::Allow(_)));
+                assert_eq!(quota.reset_after_ns(state, then), 0);
+                // And not a nanosecond sooner.
                 if wait > 0 {
                     let sooner = quota.instant(now + wait - 1);
-                    assert!(!quota.is_fresh(state, sooner), "{quota:?} at {now}+{wait}");
-                } else {
-                    assert!(quota.is_fresh(state, quota.instant(now)));
+                    assert!(
+                        quota.remaining(state, sooner) < limit,
+                        "{quota:?} at {now}+{wait}"
+                    );
+                    assert_eq!(quota.step(state, sooner, limit), Step::Deny);
+                    assert!(!quota.is_fresh(state, sooner));
                 }
+                // A fresh state has nothing to wait for; a full one is fresh from the next
+                // window on (a keyed table may then reuse its slot).
+                if quota.is_fresh(state, quota.instant(now)) {
+                    assert_eq!(wait, 0);
+                }
+                let next_window = ((now + wait) / window_ns(&quota) + 1) * window_ns(&quota);
+                assert!(quota.is_fresh(state, quota.instant(next_window)));
                 let remaining = decision.remaining();
                 let instant = quota.instant(now);
                 if remaining > 0 {
@@ -586,7 +641,7 @@ fn a_key_idle_for_any_number_of_windows_below_the_wrap_margin_is_fresh() {
     assert!(limiter.check_n(50).unwrap().is_allowed());
     clock.advance(Duration::from_secs(100 * 86_400));
     assert!(limiter.check_n(50).unwrap().is_allowed());
-    // With the shortest windows, idle times up to the margin are 4.4 hours.
+    // With the shortest windows, idle times up to the margin are 4.6 hours.
     let quota = SlidingWindow::new(10, Duration::from_nanos(MIN_WINDOW_NS)).unwrap();
     let clock = ManualClock::starting_at(YEAR_NS);
     let limiter = Limiter::with_clock(quota, clock.clone());
@@ -627,7 +682,8 @@ fn a_window_index_ahead_of_now_is_a_clock_that_stepped_back() {
         if let Some(index) = start.checked_sub(BACKWARD_WINDOWS + 1) {
             assert!(quota.is_fresh(state, quota.instant(index * window_ns)));
         }
-        // The same state idle for exactly 2^24 − BACKWARD_WINDOWS windows is 2^20 windows back.
+        // The same state idle for exactly 2^24 − BACKWARD_WINDOWS windows is BACKWARD_WINDOWS
+        // windows back.
         let index = start + INDEX_WRAP - BACKWARD_WINDOWS;
         assert!(!quota.is_fresh(state, quota.instant(index * window_ns)));
     }
@@ -636,24 +692,113 @@ fn a_window_index_ahead_of_now_is_a_clock_that_stepped_back() {
 #[test]
 fn a_clock_stepping_back_grants_nothing() {
     let quota = SlidingWindow::per_second(10).unwrap();
-    let limiter = limiter(quota);
+    // The same requests on a clock that stepped back and on one that never does.
+    let stepping = limiter(quota);
+    let steady = limiter(quota);
     // 10 in window 4, then 5 in window 5 at 500 ms (the previous 10 weigh 5).
-    assert!(limiter
-        .check_n_at(10, 4 * SECOND_NS + 1)
-        .unwrap()
-        .is_allowed());
     let at = 5 * SECOND_NS + SECOND_NS / 2;
-    assert!(limiter.check_n_at(5, at).unwrap().is_allowed());
-    assert!(limiter.check_at(at).is_denied());
-    // Back into window 5's start, into window 4, to the origin: nothing passes, no panic.
+    for each in [&stepping, &steady] {
+        assert!(each.check_n_at(10, 4 * SECOND_NS + 1).unwrap().is_allowed());
+        assert!(each.check_n_at(5, at).unwrap().is_allowed());
+        assert!(each.check_at(at).is_denied());
+    }
+    // With no traffic, one unit passes a nanosecond after `at`, once the 10 count as 4; the full
+    // limit is back once window 5's 5 count as 0 in window 6, a nanosecond after 800 ms.
+    let passes_at = at + 1;
+    let full_at = 6 * SECOND_NS + 800 * MILLISECOND_NS + 1;
+    // Back into window 5's start, into window 4, five windows back to the origin: nothing
+    // passes (the request is judged at window 5's start, where the 10 weigh in full), no panic,
+    // and the waits count from the reading to those same moments.
     for reading in [at - 1, 5 * SECOND_NS, 5 * SECOND_NS - 1, 4 * SECOND_NS, 0] {
-        let decision = limiter.check_at(reading);
+        let decision = stepping.check_at(reading);
         assert!(decision.is_denied(), "at {reading}");
         assert_eq!(decision.remaining(), 0);
+        assert_eq!(
+            decision.retry_after(),
+            Duration::from_nanos(passes_at - reading)
+        );
+        assert_eq!(
+            decision.reset_after(),
+            Duration::from_nanos(full_at - reading)
+        );
+        // The monotonic clock still reads `at`, and denies too.
+        assert!(steady.check_at(at).is_denied());
     }
-    // Forward again: the previous window slides out on schedule.
-    assert!(limiter.check_at(at + SECOND_NS / 10 - 1).is_denied());
-    assert!(limiter.check_at(at + SECOND_NS / 10).is_allowed());
+    // Forward again: the previous window slides out on schedule, exactly as with the monotonic
+    // clock. One unit a nanosecond after `at` (4 + 5 + 1), the next a nanosecond after 600 ms
+    // (3 + 6 + 1).
+    for (reading, allowed) in [
+        (at, false),
+        (passes_at, true),
+        (passes_at, false),
+        (at + 100 * MILLISECOND_NS, false),
+        (at + 100 * MILLISECOND_NS + 1, true),
+        (at + 100 * MILLISECOND_NS + 1, false),
+    ] {
+        assert_eq!(
+            stepping.check_at(reading).is_allowed(),
+            allowed,
+            "at {reading}"
+        );
+        assert_eq!(
+            steady.check_at(reading).is_allowed(),
+            allowed,
+            "at {reading}"
+        );
+    }
+}
+
+#[test]
+fn an_earlier_reading_sees_no_more_than_the_latest_and_waits_count_from_now() {
+    for (index, quota) in assorted_quotas().into_iter().enumerate() {
+        let window_ns = window_ns(&quota);
+        let mut rng = StdRng::seed_from_u64(300 + index as u64);
+        random_schedule(
+            quota,
+            400 + index as u64,
+            2_000,
+            |_, now, cost, decision| {
+                let state = decision.state_word();
+                let latest = quota.instant(now);
+                for _ in 0..4 {
+                    // Back by at most BACKWARD_WINDOWS windows (further back reads as idle).
+                    let back = match rng.gen_range(0..4) {
+                        0 => rng.gen_range(0..=3),
+                        1 => rng.gen_range(0..=window_ns),
+                        2 => rng.gen_range(0..=3 * window_ns),
+                        _ => rng.gen_range(0..=BACKWARD_WINDOWS * window_ns),
+                    };
+                    let reading = now.saturating_sub(back);
+                    let earlier = quota.instant(reading);
+                    let context = format!("{quota:?}: state {state:#x} at {reading}, latest {now}");
+                    assert!(
+                        quota.remaining(state, earlier) <= quota.remaining(state, latest),
+                        "{context}"
+                    );
+                    if let Step::Allow(_) = quota.step(state, earlier, cost) {
+                        assert!(
+                            matches!(quota.step(state, latest, cost), Step::Allow(_)),
+                            "{context}: cost {cost}"
+                        );
+                    }
+                    // Waiting from the earlier reading ends at the same moment as waiting from the
+                    // latest one, unless it ends before the latest reading.
+                    let retry_ns = quota.retry_after_ns(state, earlier, cost);
+                    assert_eq!(
+                        (reading + retry_ns).max(now),
+                        now + quota.retry_after_ns(state, latest, cost),
+                        "{context}: cost {cost}"
+                    );
+                    let reset_ns = quota.reset_after_ns(state, earlier);
+                    assert_eq!(
+                        (reading + reset_ns).max(now),
+                        now + quota.reset_after_ns(state, latest),
+                        "{context}"
+                    );
+                }
+            },
+        );
+    }
 }
 
 fn monotonic(readings: &[u64]) -> Vec<u64> {

@@ -291,10 +291,11 @@ direct_limiter_models!(
 );
 
 // Sliding window. For the disagreement: limit 4 per 1 s window, checks at 0.75 s (first window)
-// and 1.25 s (a quarter into the second, where the first window's count p <= 4 weighs 3p / 4, so
-// the second admits at most 4 − 3p / 4): at most p + 4 − 3p / 4 <= 5 units. A check at 0.75 s
-// against the second window is judged at that window's start, where p weighs in full; judged at
-// 0.75 s into it, p would weigh p / 4 and let 7 through.
+// and 1.25 s (a quarter into the second, where the first window's count p <= 4 weighs
+// ⌊3p / 4⌋, rounded down, so the second admits at most 4 − ⌊3p / 4⌋): at most
+// p + 4 − ⌊3p / 4⌋ units, which is 4 for p = 0 and 5 for p = 1 to 4. A check at 0.75 s against
+// the second window is judged at that window's start, where p weighs in full (p + c + 1 <= 4);
+// judged at 0.75 s into it, p would weigh ⌊p / 4⌋ and let 7 through (p = 4, then 3 more).
 direct_limiter_models!(
     sliding_window,
     quota: |capacity| nanolimit::SlidingWindow::per_second(capacity).unwrap(),
