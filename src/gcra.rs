@@ -7,10 +7,14 @@
 //! |---|---|---|
 //! | 0..64 | `tat` | theoretical arrival time, in ticks since the clock's origin |
 //!
-//! A tick is `emission_interval / 2^k`, with `k` chosen per quota (see [`Gcra`]): the emission
-//! interval is then an exact whole number of ticks, so no rounding error accumulates however
-//! many requests pass, and a tick is at most 1/8 ns (unless the burst spans years), so decisions
-//! are precise to below a nanosecond. A `tat` at or before now is a full bucket ([`Algorithm::FRESH`] is 0).
+//! The emission interval is an exact whole number of ticks, so no rounding error accumulates
+//! however many requests pass:
+//! - when it is a whole number of nanoseconds (`period` divisible by `count`: 1,000 per second,
+//!   60 per minute...), a tick is 1/16 ns, the same for all such quotas;
+//! - otherwise (3 per second, 12.5·10^9 bytes per second...) a tick is `emission_interval / 2^k`,
+//!   with `k` chosen per quota, at most 1/8 ns unless the burst spans years.
+//!
+//! Either way decisions are precise to below a nanosecond, and the horizon fits 2^63 ticks. A `tat` at or before now is a full bucket ([`Algorithm::FRESH`] is 0).
 //!
 //! # Rule
 //!
@@ -30,6 +34,10 @@ const TICKS_PER_NS_SHIFT: u32 = 59;
 const MAX_TICKS_LOG2: u32 = 63;
 /// ... and the tolerance `burst × T` stays below 2^62, so `tat + n·T` never exceeds `u64`.
 const MAX_TOLERANCE_TICKS: u64 = 1 << 62;
+/// The shared scale of whole-nanosecond emission intervals: 2^4 = 16 ticks per ns ...
+const NANOSECOND_GRID_SHIFT: u32 = 4;
+/// ... which is this `ticks_per_ns_q59`.
+const NANOSECOND_GRID_TICKS_PER_NS_Q59: u64 = 1 << (TICKS_PER_NS_SHIFT + NANOSECOND_GRID_SHIFT);
 /// The fastest rate: a tick may not be longer than the emission interval, and the horizon must
 /// fit 2^63 ticks, so `T >= 2^59 ns / 2^63 = 1/16 ns`.
 const MAX_RATE_PER_SECOND: u64 = 16_000_000_000;
@@ -74,7 +82,7 @@ pub struct Gcra {
     burst: u64,
     /// `ticks per ns × 2^59`, rounded up: the scale of this quota's state word.
     ticks_per_ns_q59: u64,
-    /// `T` in ticks (a power of two unless the quota was rebased onto another scale).
+    /// `T` in ticks: 16 × T in ns, or a power of two, or (rebased onto another scale) rounded up.
     emission_interval_ticks: u64,
     /// `tau = burst × T` in ticks.
     tolerance_ticks: u64,
@@ -180,6 +188,22 @@ impl Gcra {
                 max: MAX_TOLERANCE_TICKS - 1,
             });
         }
+        // Emission intervals of a whole number of nanoseconds (every quota of whole units per
+        // round period) share one scale, 16 ticks per ns: the state is exact, a clock reading
+        // converts with a shift, and keyed tables mix such quotas without rebasing.
+        if period_ns % count == 0 {
+            let emission_interval_ticks = (period_ns / count) << NANOSECOND_GRID_SHIFT;
+            if (burst as u128) * (emission_interval_ticks as u128) < MAX_TOLERANCE_TICKS as u128 {
+                return Ok(Gcra {
+                    count,
+                    period_ns,
+                    burst,
+                    ticks_per_ns_q59: NANOSECOND_GRID_TICKS_PER_NS_Q59,
+                    emission_interval_ticks,
+                    tolerance_ticks: burst * emission_interval_ticks,
+                });
+            }
+        }
         let mut k: u32 = 0;
         while k < 62
             && ((count as u128) << (k + 1)) <= budget
@@ -264,6 +288,10 @@ impl Algorithm for Gcra {
         } else {
             TIME_HORIZON_NS
         };
+        if self.ticks_per_ns_q59 == NANOSECOND_GRID_TICKS_PER_NS_Q59 {
+            // The same value as the multiply below, without its latency: at most 2^63.
+            return now_ns << NANOSECOND_GRID_SHIFT;
+        }
         // At most 2^59 × 2^63 before the shift: fits u128; at most 2^63 after it.
         ((now_ns as u128 * self.ticks_per_ns_q59 as u128) >> TICKS_PER_NS_SHIFT) as u64
     }
@@ -336,16 +364,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn emission_interval_is_an_exact_power_of_two_ticks() {
-        for (count, period) in [
+    fn emission_interval_is_an_exact_number_of_ticks() {
+        let quotas = [
             (1, 86_400_000_000_000u64),
             (3, 1_000_000_000),
+            (1_000, 1_000_000_000),
             (12_500_000_000, 1_000_000_000),
-        ] {
+        ];
+        for (count, period) in quotas {
             let quota = Gcra::new(count, period).unwrap();
-            assert!(quota.emission_interval_ticks.is_power_of_two());
-            // The horizon fits 2^63 ticks.
+            if period % count == 0 {
+                assert_eq!(quota.ticks_per_ns_q59, NANOSECOND_GRID_TICKS_PER_NS_Q59);
+                assert_eq!(quota.emission_interval_ticks, period / count * 16);
+            } else {
+                assert!(quota.emission_interval_ticks.is_power_of_two());
+            }
+            // The horizon fits 2^63 ticks, and the shift agrees with the multiply.
             assert!(quota.instant(TIME_HORIZON_NS) <= 1 << 63);
+            for now_ns in [0, 1, 999, 1 << 40, TIME_HORIZON_NS] {
+                let multiplied =
+                    (now_ns as u128 * quota.ticks_per_ns_q59 as u128) >> TICKS_PER_NS_SHIFT;
+                assert_eq!(quota.instant(now_ns) as u128, multiplied);
+            }
         }
     }
 }

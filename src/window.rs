@@ -7,6 +7,8 @@ use std::time::Duration;
 
 /// Dividends are below 2^60 (clock readings are clamped to 2^59).
 const DIVIDEND_BITS: u32 = 60;
+/// Windows of at least 16 ns make the reciprocal's shift at least 64 (`l >= 4`).
+const MIN_SUPPORTED_NS: u64 = 16;
 
 /// A window length with a precomputed reciprocal, so that `now / window_ns` is a multiply and a
 /// shift (Granlund–Montgomery: with `l = ceil(log2 d)` and `m = ceil(2^(60+l) / d)`,
@@ -50,6 +52,11 @@ impl WindowInstant {
 
 impl WindowLength {
     pub(crate) const fn new(window: Duration, min_ns: u64) -> Result<WindowLength, QuotaError> {
+        let min_ns = if min_ns < MIN_SUPPORTED_NS {
+            MIN_SUPPORTED_NS
+        } else {
+            min_ns
+        };
         let window_ns = window.as_nanos();
         if window_ns == 0 {
             return Err(QuotaError::ZeroPeriod);
@@ -63,7 +70,8 @@ impl WindowLength {
             });
         }
         let window_ns = window_ns as u64;
-        // l = ceil(log2(window_ns)), at most 59.
+        // l = ceil(log2(window_ns)), at most 59, and at least 4 for the windows quotas allow
+        // (at least 1 µs), so the shift is at least 64 (see `instant`).
         let mut l = 0;
         while (1u64 << l) < window_ns {
             l += 1;
@@ -103,7 +111,8 @@ mod tests {
         let windows = [
             1_000_000u64,
             1_000_000_007,
-            3,
+            16,
+            17,
             7_919,
             1 << 40,
             (1 << 59) - 1,

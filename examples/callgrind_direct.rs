@@ -1,0 +1,302 @@
+//! Runs one direct-limiter case many times, for counting instructions under callgrind (stable on
+//! noisy machines, where `benches/direct.rs` timings are not).
+//!
+//! ```text
+//! cargo build --release --example callgrind_direct
+//! valgrind --tool=callgrind --toggle-collect='*measured_loop*' \
+//!     --callgrind-out-file=/tmp/cg.out target/release/examples/callgrind_direct CASE [ITERATIONS]
+//! ```
+//!
+//! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE. The
+//! count includes the loop's own few instructions: the `loop_only` case measures those. Run with
+//! no arguments to list the cases. Each run verifies that every call had the outcome the case is
+//! named after, and exits non-zero otherwise.
+
+use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
+use nanolimit::{
+    Algorithm, Clock, FixedWindow, Gcra, Limiter, QuantaClock, SlidingWindow, UpkeepClock,
+};
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How far the caller-supplied clock moves between two checks (see `benches/direct.rs`).
+const CALLER_TIME_STEP_NS: u64 = 4;
+
+const DEFAULT_ITERATIONS: u64 = 1_000_000;
+
+/// What every call of a case must return: allowed, denied, or either (clock reads and the bare
+/// loop have no outcome).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expected {
+    Allowed,
+    Denied,
+    Any,
+}
+
+const CASES: &[&str] = &[
+    "loop_only",
+    "floor_quanta_clock_now_ns",
+    "floor_governor_quanta_clock_now",
+    "floor_upkeep_clock_now_ns",
+    "floor_governor_upkeep_clock_now",
+    "floor_compare_and_swap",
+    "gcra_allowed_default_clock",
+    "gcra_allowed_caller_time",
+    "gcra_allowed_upkeep_clock",
+    "gcra_denied",
+    "gcra_denied_caller_time",
+    "gcra_denied_upkeep_clock",
+    "sliding_window_allowed_default_clock",
+    "sliding_window_allowed_caller_time",
+    "sliding_window_allowed_upkeep_clock",
+    "sliding_window_denied",
+    "sliding_window_denied_caller_time",
+    "sliding_window_denied_upkeep_clock",
+    "fixed_window_allowed_default_clock",
+    "fixed_window_allowed_caller_time",
+    "fixed_window_allowed_upkeep_clock",
+    "fixed_window_denied",
+    "fixed_window_denied_caller_time",
+    "fixed_window_denied_upkeep_clock",
+    "governor_allowed_default_clock",
+    "governor_allowed_upkeep_clock",
+    "governor_denied",
+    "governor_denied_upkeep_clock",
+];
+
+/// The only code callgrind counts (`--toggle-collect='*measured_loop*'`): `iterations` calls,
+/// returning how many returned `true`.
+#[inline(never)]
+fn measured_loop(iterations: u64, mut call: impl FnMut() -> bool) -> u64 {
+    let mut true_count = 0;
+    for _ in 0..iterations {
+        true_count += u64::from(call());
+    }
+    true_count
+}
+
+fn generous_gcra() -> Gcra {
+    Gcra::per_second(1_000_000_000)
+        .and_then(|quota| quota.with_burst(1_000_000_000))
+        .expect("valid quota")
+}
+
+fn generous_sliding_window() -> SlidingWindow {
+    SlidingWindow::new(
+        nanolimit::sliding_window::MAX_LIMIT,
+        Duration::from_millis(1),
+    )
+    .expect("valid quota")
+}
+
+fn generous_fixed_window() -> FixedWindow {
+    FixedWindow::new(nanolimit::fixed_window::MAX_LIMIT, Duration::from_millis(1))
+        .expect("valid quota")
+}
+
+fn governor_generous_quota() -> governor::Quota {
+    governor::Quota::per_second(NonZeroU32::new(1_000_000_000).expect("non-zero"))
+}
+
+/// Runs one nanolimit case of an algorithm (`case` without the algorithm's prefix):
+/// `generous` admits every call, `saturated` admits one per hour.
+fn run_nanolimit_case<A: Algorithm>(
+    case: &str,
+    iterations: u64,
+    generous: A,
+    saturated: A,
+) -> Option<(u64, Expected)> {
+    let check_default_clock = |limiter: &Limiter<A>| {
+        measured_loop(iterations, || black_box(limiter).check().is_allowed())
+    };
+    let check_caller_time = |limiter: &Limiter<A>| {
+        let mut now_ns = 0u64;
+        measured_loop(iterations, || {
+            now_ns += CALLER_TIME_STEP_NS;
+            black_box(limiter).check_at(now_ns).is_allowed()
+        })
+    };
+    let check_upkeep_clock = |limiter: &Limiter<A, UpkeepClock>| {
+        measured_loop(iterations, || black_box(limiter).check().is_allowed())
+    };
+    let saturated_limiter = || {
+        let limiter = Limiter::new(saturated);
+        assert!(
+            limiter.check_at(0).is_allowed(),
+            "the first check consumes the quota"
+        );
+        limiter
+    };
+    let result = match case {
+        "allowed_default_clock" => (
+            check_default_clock(&Limiter::new(generous)),
+            Expected::Allowed,
+        ),
+        "allowed_caller_time" => (
+            check_caller_time(&Limiter::new(generous)),
+            Expected::Allowed,
+        ),
+        "allowed_upkeep_clock" => (
+            check_upkeep_clock(&Limiter::with_clock(generous, UpkeepClock::default())),
+            Expected::Allowed,
+        ),
+        "denied" => (check_default_clock(&saturated_limiter()), Expected::Denied),
+        "denied_caller_time" => (check_caller_time(&saturated_limiter()), Expected::Denied),
+        "denied_upkeep_clock" => {
+            let limiter = Limiter::with_clock(saturated, UpkeepClock::default());
+            assert!(
+                limiter.check().is_allowed(),
+                "the first check consumes the quota"
+            );
+            (check_upkeep_clock(&limiter), Expected::Denied)
+        }
+        _ => return None,
+    };
+    Some(result)
+}
+
+fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
+    let result = match case {
+        "loop_only" => (measured_loop(iterations, || black_box(true)), Expected::Any),
+        "floor_quanta_clock_now_ns" => {
+            let clock = QuantaClock::new();
+            let reads = measured_loop(iterations, || black_box(black_box(&clock).now_ns()) != 0);
+            (reads, Expected::Any)
+        }
+        "floor_governor_quanta_clock_now" => {
+            let clock = governor::clock::QuantaClock::default();
+            let start = clock.now();
+            let reads = measured_loop(iterations, || black_box(black_box(&clock).now()) != start);
+            (reads, Expected::Any)
+        }
+        "floor_upkeep_clock_now_ns" => {
+            let clock = UpkeepClock::default();
+            let reads = measured_loop(iterations, || black_box(black_box(&clock).now_ns()) != 0);
+            (reads, Expected::Any)
+        }
+        "floor_governor_upkeep_clock_now" => {
+            let clock = QuantaUpkeepClock::from_interval(UpkeepClock::DEFAULT_INTERVAL)
+                .expect("quanta upkeep thread");
+            let start = clock.now();
+            let reads = measured_loop(iterations, || black_box(black_box(&clock).now()) != start);
+            (reads, Expected::Any)
+        }
+        "floor_compare_and_swap" => {
+            let word = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
+            let swaps = measured_loop(iterations, || {
+                let word = black_box(&word);
+                let observed = word.load(Ordering::Acquire);
+                word.compare_exchange(observed, observed + 1, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            });
+            (swaps, Expected::Allowed)
+        }
+        "governor_allowed_default_clock" => {
+            let limiter = governor::RateLimiter::direct(governor_generous_quota());
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_ok()),
+                Expected::Allowed,
+            )
+        }
+        "governor_denied" => {
+            let limiter = governor::RateLimiter::direct(governor::Quota::per_hour(NonZeroU32::MIN));
+            assert!(
+                limiter.check().is_ok(),
+                "the first check consumes the quota"
+            );
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_ok()),
+                Expected::Denied,
+            )
+        }
+        "governor_denied_upkeep_clock" => {
+            let clock = QuantaUpkeepClock::from_interval(UpkeepClock::DEFAULT_INTERVAL)
+                .expect("quanta upkeep thread");
+            let limiter = governor::RateLimiter::direct_with_clock(
+                governor::Quota::per_hour(NonZeroU32::MIN),
+                clock,
+            );
+            assert!(
+                limiter.check().is_ok(),
+                "the first check consumes the quota"
+            );
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_ok()),
+                Expected::Denied,
+            )
+        }
+        "governor_allowed_upkeep_clock" => {
+            let clock = QuantaUpkeepClock::from_interval(UpkeepClock::DEFAULT_INTERVAL)
+                .expect("quanta upkeep thread");
+            let limiter =
+                governor::RateLimiter::direct_with_clock(governor_generous_quota(), clock);
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_ok()),
+                Expected::Allowed,
+            )
+        }
+        _ if case.starts_with("gcra_") => {
+            return run_nanolimit_case(
+                &case["gcra_".len()..],
+                iterations,
+                generous_gcra(),
+                Gcra::per_hour(1).expect("valid quota"),
+            );
+        }
+        _ if case.starts_with("sliding_window_") => {
+            return run_nanolimit_case(
+                &case["sliding_window_".len()..],
+                iterations,
+                generous_sliding_window(),
+                SlidingWindow::per_hour(1).expect("valid quota"),
+            );
+        }
+        _ if case.starts_with("fixed_window_") => {
+            return run_nanolimit_case(
+                &case["fixed_window_".len()..],
+                iterations,
+                generous_fixed_window(),
+                FixedWindow::per_hour(1).expect("valid quota"),
+            );
+        }
+        _ => return None,
+    };
+    Some(result)
+}
+
+fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let Some(case) = arguments.first() else {
+        eprintln!("usage: callgrind_direct CASE [ITERATIONS]\ncases:");
+        for case in CASES {
+            eprintln!("  {case}");
+        }
+        return ExitCode::FAILURE;
+    };
+    let iterations = match arguments.get(1).map(|text| text.parse::<u64>()) {
+        None => DEFAULT_ITERATIONS,
+        Some(Ok(iterations)) => iterations,
+        Some(Err(error)) => {
+            eprintln!("ITERATIONS must be a whole number: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some((true_count, expected)) = run_case(case, iterations) else {
+        eprintln!("unknown case {case:?}; run with no arguments to list the cases");
+        return ExitCode::FAILURE;
+    };
+    println!("{case}: {iterations} calls, {true_count} returned true");
+    let wrong = match expected {
+        Expected::Allowed => true_count != iterations,
+        Expected::Denied => true_count != 0,
+        Expected::Any => false,
+    };
+    if wrong {
+        eprintln!("{case}: some calls did not have the outcome the case is named after");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
