@@ -7,8 +7,7 @@ use crate::sync::{AtomicU64, Ordering};
 /// What the driver did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Applied {
-    /// The step admitted the request and `current` was stored in place of `previous` (or the
-    /// step left the word unchanged, and nothing was written).
+    /// The step admitted the request and `current` was stored.
     Allowed { current: u64 },
     /// The step denied the request given `observed`; nothing was written.
     Denied { observed: u64 },
@@ -21,8 +20,9 @@ pub(crate) enum Applied {
 /// Acquire ordering), until the store succeeds or the step denies.
 ///
 /// `step` returns `None` to abort; it is called again with the fresh value after every lost
-/// race, so the decision is always made on the value that is replaced. Denials and unchanged
-/// words are never written: a saturated limiter is read-only and stays in every core's cache.
+/// race, so the decision is always made on the value that is replaced. Denials are never
+/// written: a saturated limiter is read-only and stays in every core's cache. Callers route
+/// zero-cost checks (which change nothing) to a plain load instead.
 #[inline]
 pub(crate) fn apply(
     state: &AtomicU64,
@@ -33,7 +33,6 @@ pub(crate) fn apply(
         match step(observed) {
             None => return Applied::Aborted,
             Some(Step::Deny) => return Applied::Denied { observed },
-            Some(Step::Allow(new)) if new == observed => return Applied::Allowed { current: new },
             Some(Step::Allow(new)) => {
                 // ORDERING: success AcqRel: Release continues the release sequence of the store
                 // that published a keyed slot's identity (so a later Acquire load of any value in

@@ -298,13 +298,21 @@ impl Algorithm for Gcra {
 
     #[inline]
     fn step(&self, tat: u64, now: u64, cost: u64) -> Step {
-        let base = if tat > now { tat } else { now };
-        let new_tat = base.saturating_add(cost.saturating_mul(self.emission_interval_ticks));
-        if new_tat <= now.saturating_add(self.tolerance_ticks) {
-            Step::Allow(new_tat)
-        } else {
-            Step::Deny
+        // max(tat, now) + n·T <= now + tau  <=>  tat <= now + tau − n·T (as n·T <= tau when the
+        // request can pass at all). The bound does not depend on the loaded word, so it is ready
+        // before the load completes, and the word's path to the compare-and-swap is one max and
+        // one add. Neither can overflow: the new word is at most now + tau.
+        let increment = cost.saturating_mul(self.emission_interval_ticks);
+        let Some(tolerance_end) = now.checked_add(self.tolerance_ticks) else {
+            return Step::Deny;
+        };
+        let Some(latest_tat) = tolerance_end.checked_sub(increment) else {
+            return Step::Deny;
+        };
+        if tat > latest_tat {
+            return Step::Deny;
         }
+        Step::Allow(if tat > now { tat } else { now } + increment)
     }
 
     #[inline]

@@ -11,12 +11,18 @@
 //!
 //! A slot is its key's identity words followed by its state word:
 //!
-//! | key mode | identity | slot | bytes per key |
-//! |---|---|---|---|
-//! | [`Hashed`] (default) | the key's 64-bit seeded hash | `[hash, state]` | 16 |
-//! | [`Exact`] | the key itself, up to 128 bits | `[low, high, state]` | 32 (24 + padding) |
+//! | key mode | identity | slot | slots per key of capacity | bytes per key of capacity |
+//! |---|---|---|---|---|
+//! | [`Hashed`] (default) | the key's 64-bit seeded hash | `[hash, state]`, 16 B | 1.5 | 24 |
+//! | [`Exact`] | the key itself, up to 128 bits | `[low, high, state]`, 24 B | 1.33 | 32 |
 //!
 //! With [`Hashed`] keys the state word sits in the same cache line as the key's tag.
+//!
+//! A key may only use the 16 slots of its two buckets, hence the headroom. A new key goes to the
+//! bucket with more vacant slots, and reuses a fresh-equivalent entry only when neither has one.
+//! Measured first refusal of a new key while filling a table with live keys: [`Hashed`], at
+//! 105–108 % of capacity (none up to capacity); [`Exact`], at 91–101 % of capacity — size exact
+//! tables about 10 % above the live keys you expect, or use [`WhenFull::Allow`].
 //!
 //! # Slot protocol
 //!
@@ -327,9 +333,9 @@ mod slot {
 
     impl<const WORDS: usize> SlotOps for Slot<WORDS> {
         type Identity = [u64; WORDS];
-        /// Half again as many slots for one-word (16-byte) slots: 24 bytes per key, and the
-        /// first refusal far above capacity; a third more for two-word (24-byte) slots: 32 bytes
-        /// per key, the first refusal at about capacity.
+        /// Half again as many slots for one-word (16-byte) slots: 24 bytes per key, the first
+        /// refusal above capacity; a third more for two-word (24-byte) slots: 32 bytes per key,
+        /// the first refusal at 91–101 % of capacity (module docs).
         const HEADROOM_DIVISOR: usize = if WORDS == 1 { 2 } else { 3 };
 
         fn vacant() -> Self {
@@ -513,25 +519,31 @@ impl<S: SlotOps> Table<S> {
         }
     }
 
-    /// The slots a key may live in, in probe order.
-    #[inline]
-    fn candidates(&self, placement: Placement) -> impl Iterator<Item = &S> {
-        let buckets = &self.shards[placement.shard].buckets;
-        placement
-            .buckets()
-            .flat_map(move |bucket| buckets[bucket].slots.iter())
-    }
-
     /// The slot holding `identity` and the state observed in it, if any.
     #[inline]
     fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
-        self.candidates(placement).find_map(|slot| {
-            // ORDERING: Acquire, pairs with the Release store that published the slot's
-            // identity (`publish`) or a later CAS in its release sequence, so the identity words
-            // read next are at least as new as this state.
-            let state = slot.state().load(Ordering::Acquire);
-            (state < RESERVED && slot.holds(identity)).then_some((slot, state))
-        })
+        // Plain loops rather than an iterator chain, which compiled to an out-of-line fold of
+        // about 60 instructions on the hot path.
+        let buckets = &self.shards[placement.shard].buckets;
+        let probe = |bucket: usize| -> Option<(&S, u64)> {
+            for slot in &buckets[bucket].slots {
+                // ORDERING: Acquire, pairs with the Release store that published the slot's
+                // identity (`publish`) or a later CAS in its release sequence, so the identity
+                // words read next are at least as new as this state.
+                let state = slot.state().load(Ordering::Acquire);
+                if state < RESERVED && slot.holds(identity) {
+                    return Some((slot, state));
+                }
+            }
+            None
+        };
+        if let Some(found) = probe(placement.first_bucket) {
+            return Some(found);
+        }
+        if placement.second_bucket != placement.first_bucket {
+            return probe(placement.second_bucket);
+        }
+        None
     }
 
     fn lock(&self, shard: usize) -> MutexGuard<'_, ()> {
@@ -716,7 +728,8 @@ impl<K: Hash + ?Sized, A: Algorithm> KeyedLimiter<K, A, QuantaClock, Hashed> {
 }
 
 impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
-    /// How many live keys the table must hold. It allocates a half ([`Hashed`]) or a third
+    /// How many live keys the table is sized for (see the module docs for when the first new
+    /// key may be refused). It allocates a half ([`Hashed`]) or a third
     /// ([`Exact`]) more slots as headroom
     /// (see [`KeyedLimiter::slots`]), once, at [`build`](Self::build); memory never grows.
     pub fn capacity(mut self, capacity: usize) -> Self {
@@ -1055,23 +1068,28 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
     /// fresh, else (if evicting) the live one closest to fresh. Returns the slot, the state it
     /// was judged on, and whether taking it evicts a live entry.
     fn choose_slot(&self, placement: Placement, now: A::Instant) -> Option<(&M::Slot, u64, bool)> {
-        // Each candidate bucket's first usable slot (vacant preferred over fresh-equivalent)
-        // and how many usable slots it has; the new key goes to the bucket with more room
-        // ("power of two choices"), which keeps buckets even and delays the first refusal.
-        let mut best: Option<(&M::Slot, u64, usize)> = None;
+        // A vacant slot if either bucket has one (in the bucket with more vacant slots: "power
+        // of two choices" keeps buckets even and delays the first refusal); else an entry
+        // equivalent to fresh (in the bucket with more of them); else, if evicting, the live
+        // entry closest to fresh.
+        let mut vacant: Option<(&M::Slot, usize)> = None;
+        let mut reclaimable: Option<(&M::Slot, u64, usize)> = None;
         let mut closest: Option<(&M::Slot, u64, u64)> = None;
         for bucket in placement.buckets() {
-            let mut usable = 0;
-            let mut pick: Option<(&M::Slot, u64)> = None;
+            let mut vacant_here: Option<(&M::Slot, usize)> = None;
+            let mut reclaimable_here: Option<(&M::Slot, u64, usize)> = None;
             for slot in &self.table.shards[placement.shard].buckets[bucket].slots {
                 // ORDERING: Relaxed; the state is only judged here, and claimed by a CAS that
                 // fails if it changed. Identity words are not read.
                 let state = slot.state().load(Ordering::Relaxed);
-                if state == VACANT || self.policy.is_fresh(state, now) {
-                    usable += 1;
-                    if pick.is_none_or(|(_, picked)| picked != VACANT && state == VACANT) {
-                        pick = Some((slot, state));
-                    }
+                if state == VACANT {
+                    let count = vacant_here.map_or(0, |(_, count)| count) + 1;
+                    vacant_here = Some((vacant_here.map_or(slot, |(first, _)| first), count));
+                } else if self.policy.is_fresh(state, now) {
+                    reclaimable_here = match reclaimable_here {
+                        Some((first, first_state, count)) => Some((first, first_state, count + 1)),
+                        None => Some((slot, state, 1)),
+                    };
                 } else if self.when_full == WhenFull::EvictClosestToFresh {
                     let reset_after_ns = self.policy.reset_after_ns(state, now);
                     if closest.is_none_or(|(_, _, soonest)| reset_after_ns < soonest) {
@@ -1079,16 +1097,24 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
                     }
                 }
             }
-            if let Some((slot, state)) = pick {
-                if best.is_none_or(|(_, _, most)| usable > most) {
-                    best = Some((slot, state, usable));
+            if let Some((slot, count)) = vacant_here {
+                if vacant.is_none_or(|(_, most)| count > most) {
+                    vacant = Some((slot, count));
+                }
+            }
+            if let Some((slot, state, count)) = reclaimable_here {
+                if reclaimable.is_none_or(|(_, _, most)| count > most) {
+                    reclaimable = Some((slot, state, count));
                 }
             }
         }
-        match best {
-            Some((slot, state, _)) => Some((slot, state, false)),
-            None => closest.map(|(slot, state, _)| (slot, state, true)),
+        if let Some((slot, _)) = vacant {
+            return Some((slot, VACANT, false));
         }
+        if let Some((slot, state, _)) = reclaimable {
+            return Some((slot, state, false));
+        }
+        closest.map(|(slot, state, _)| (slot, state, true))
     }
 }
 

@@ -1,0 +1,433 @@
+//! Runs one keyed-limiter case many times, for counting instructions under callgrind (stable on
+//! noisy machines, where `benches/keyed.rs` timings are not).
+//!
+//! ```text
+//! cargo build --release --example callgrind_keyed
+//! valgrind --tool=callgrind --toggle-collect='*measured_loop*' \
+//!     --callgrind-out-file=/tmp/cg.out target/release/examples/callgrind_keyed CASE [ITERATIONS]
+//! ```
+//!
+//! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE. The
+//! count includes the loop's own instructions and the key generator's: the `loop_only_*` cases
+//! measure those. Cases are `PATTERN/IMPLEMENTATION` with the patterns and implementations of
+//! `benches/keyed.rs` (`hot_key`: one key; `rotate_100k`: keys 0..100,000 in turn;
+//! `random_1m`: keys drawn uniformly from 0..1,000,000; all keys present before the loop). Run
+//! with no arguments to list them. For cache misses per call, add `--cache-sim=yes` (and, to
+//! model this machine's last level, `--LL=33554432,16,64`).
+//!
+//! Two more patterns time threads natively (not for callgrind): `one_thread` and `two_threads`,
+//! each thread rotating over its own 4,096 keys as in `two_threads_distinct_keys`, ITERATIONS
+//! calls in all. They print wall time per call, each thread's on-CPU time per call (from
+//! `/proc/thread-self/schedstat`), and the overlap: on-CPU time summed over threads divided by
+//! wall time, 2.0 when both threads really ran in parallel all along. On a shared machine a low
+//! overlap mostly says another process held a core (or one thread finished its share early),
+//! not that the limiter failed to scale; the per-thread on-CPU time per call, compared with
+//! `one_thread`'s, shows what the threads cost each other (cache-line sharing, locks). Each run verifies that every call was
+//! allowed and that the loop inserted no key, and exits non-zero otherwise.
+
+use governor::clock::DefaultClock;
+use governor::state::keyed::DashMapStateStore;
+use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock};
+use std::hash::BuildHasher;
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::process::ExitCode;
+use std::sync::Barrier;
+use std::time::Instant;
+
+/// How far the caller-supplied clock moves between two checks (see `benches/keyed.rs`).
+const CALLER_TIME_STEP_NS: u64 = 4;
+
+/// The one key of `hot_key`.
+const HOT_KEY: u64 = 0x5eed_0000_0000_0042;
+
+/// Keys walked by `rotate_100k`.
+const ROTATE_KEYS: u64 = 100_000;
+
+/// The capacity of the tables of `rotate_100k` (as in `benches/keyed.rs`: 25 % more than the
+/// keys, so that none is refused).
+const ROTATE_CAPACITY: usize = (ROTATE_KEYS + ROTATE_KEYS / 4) as usize;
+
+/// Keys drawn from by `random_1m`.
+const RANDOM_KEYS: u64 = 1_000_000;
+
+/// Length of the precomputed sequence of random keys (read sequentially, wrapping around).
+const RANDOM_SEQUENCE_LEN: usize = 1 << 20;
+
+/// The capacity of the tables of `hot_key`.
+const HOT_KEY_CAPACITY: usize = 100_000;
+
+const DEFAULT_ITERATIONS: u64 = 1_000_000;
+
+/// Keys of each thread in `one_thread` and `two_threads` (a power of two).
+const KEYS_PER_THREAD: u64 = 4_096;
+
+/// Capacity of the tables of `one_thread` and `two_threads`.
+const THREADS_CAPACITY: usize = 100_000;
+
+const PATTERNS: &[&str] = &[
+    "hot_key",
+    "rotate_100k",
+    "random_1m",
+    "one_thread",
+    "two_threads",
+];
+
+const IMPLEMENTATIONS: &[&str] = &[
+    "loop_only",
+    "nanolimit_hashed",
+    "nanolimit_hashed_caller_time",
+    "nanolimit_exact",
+    "nanolimit_exact_caller_time",
+    "governor_dashmap",
+    "governor_dashmap_ahash",
+];
+
+/// The quotas of `benches/keyed.rs`: `hot_key` runs under one unit per nanosecond (bursts of
+/// 10^9), `rotate_100k` under one unit per minute (bursts of 10^6), so that every entry stays
+/// live while the table is filled.
+#[derive(Clone, Copy)]
+enum Quota {
+    Generous,
+    ManyKeysStayLive,
+}
+
+impl Quota {
+    fn nanolimit(self) -> Gcra {
+        match self {
+            Quota::Generous => Gcra::per_second(1_000_000_000)
+                .and_then(|quota| quota.with_burst(1_000_000_000))
+                .expect("valid quota"),
+            Quota::ManyKeysStayLive => Gcra::per_minute(1)
+                .and_then(|quota| quota.with_burst(1_000_000))
+                .expect("valid quota"),
+        }
+    }
+
+    fn governor(self) -> governor::Quota {
+        match self {
+            Quota::Generous => {
+                governor::Quota::per_second(NonZeroU32::new(1_000_000_000).expect("non-zero"))
+            }
+            Quota::ManyKeysStayLive => governor::Quota::per_minute(NonZeroU32::MIN)
+                .allow_burst(NonZeroU32::new(1_000_000).expect("non-zero")),
+        }
+    }
+}
+
+/// A keyed limiter under test, with `u64` keys (as in `benches/keyed.rs`).
+trait Subject: Sync + Sized {
+    fn build(quota: Quota, capacity: usize) -> Self;
+    /// Checks one unit for `key`; `now_ns` is ignored by implementations reading their clock.
+    fn check(&self, key: u64, now_ns: u64) -> bool;
+    /// Keys the table holds.
+    fn stored_keys(&self) -> u64;
+}
+
+/// An implementation that checks nothing: measures the loop and the key generator.
+struct LoopOnly;
+
+impl Subject for LoopOnly {
+    fn build(_quota: Quota, _capacity: usize) -> Self {
+        LoopOnly
+    }
+
+    #[inline]
+    fn check(&self, key: u64, now_ns: u64) -> bool {
+        black_box((key, now_ns));
+        true
+    }
+
+    fn stored_keys(&self) -> u64 {
+        0
+    }
+}
+
+macro_rules! nanolimit_subject {
+    (
+        $limiter:ty,
+        build: |$builder:ident| $configure:expr,
+        check: |$self_:ident, $key:ident, $now_ns:ident| $check:expr $(,)?
+    ) => {
+        impl Subject for $limiter {
+            fn build(quota: Quota, capacity: usize) -> Self {
+                let $builder =
+                    KeyedLimiter::<u64, Gcra>::builder(quota.nanolimit()).capacity(capacity);
+                $configure.build().expect("valid table")
+            }
+
+            #[inline]
+            fn check(&$self_, $key: u64, $now_ns: u64) -> bool {
+                $check
+            }
+
+            fn stored_keys(&self) -> u64 {
+                let stats = self.stats();
+                stats.inserts - stats.reclaims - stats.evictions
+            }
+        }
+    };
+}
+
+nanolimit_subject!(
+    KeyedLimiter<u64, Gcra, QuantaClock, Hashed>,
+    build: |builder| builder,
+    check: |self, key, _now_ns| self.check_key(&key).is_allowed(),
+);
+nanolimit_subject!(
+    KeyedLimiter<u64, Gcra, ManualClock, Hashed>,
+    build: |builder| builder.clock(ManualClock::new()),
+    check: |self, key, now_ns| self.check_key_at(&key, now_ns).is_allowed(),
+);
+nanolimit_subject!(
+    KeyedLimiter<u64, Gcra, QuantaClock, Exact>,
+    build: |builder| builder.exact_keys(),
+    check: |self, key, _now_ns| self.check_key(&key).is_allowed(),
+);
+nanolimit_subject!(
+    KeyedLimiter<u64, Gcra, ManualClock, Exact>,
+    build: |builder| builder.clock(ManualClock::new()).exact_keys(),
+    check: |self, key, now_ns| self.check_key_at(&key, now_ns).is_allowed(),
+);
+
+type GovernorKeyed<S> = governor::RateLimiter<u64, DashMapStateStore<u64, S>, DefaultClock>;
+
+impl<S: BuildHasher + Clone + Default + Send + Sync> Subject for GovernorKeyed<S> {
+    fn build(quota: Quota, _capacity: usize) -> Self {
+        governor::RateLimiter::dashmap_with_hasher(quota.governor(), S::default())
+    }
+
+    #[inline]
+    fn check(&self, key: u64, _now_ns: u64) -> bool {
+        self.check_key(&key).is_ok()
+    }
+
+    fn stored_keys(&self) -> u64 {
+        self.len() as u64
+    }
+}
+
+/// The only code callgrind counts (`--toggle-collect='*measured_loop*'`): `iterations` checks
+/// of the keys `next_key` yields, at caller times advancing by [`CALLER_TIME_STEP_NS`],
+/// returning how many were allowed.
+#[inline(never)]
+fn measured_loop<S: Subject>(
+    subject: &S,
+    iterations: u64,
+    mut next_key: impl FnMut() -> u64,
+) -> u64 {
+    let mut now_ns = CALLER_TIME_STEP_NS;
+    let mut allowed = 0;
+    for _ in 0..iterations {
+        now_ns += CALLER_TIME_STEP_NS;
+        allowed += u64::from(black_box(subject).check(next_key(), now_ns));
+    }
+    allowed
+}
+
+/// Builds the subject, puts the pattern's keys in it (at caller time 0), runs the loop, and
+/// returns an error unless every call was allowed and no key was inserted by the loop.
+fn run<S: Subject>(pattern: &str, iterations: u64) -> Result<(), String> {
+    let allowed = match pattern {
+        "hot_key" => {
+            let subject = S::build(Quota::Generous, HOT_KEY_CAPACITY);
+            subject.check(HOT_KEY, 0);
+            let stored = subject.stored_keys();
+            let allowed = measured_loop(&subject, iterations, || black_box(HOT_KEY));
+            if subject.stored_keys() != stored {
+                return Err("the loop inserted keys".into());
+            }
+            allowed
+        }
+        "rotate_100k" => {
+            let subject = S::build(Quota::ManyKeysStayLive, ROTATE_CAPACITY);
+            for key in 0..ROTATE_KEYS {
+                if !subject.check(key, 0) {
+                    return Err(format!("filling: key {key} denied"));
+                }
+            }
+            let stored = subject.stored_keys();
+            let mut next = 0u64;
+            let allowed = measured_loop(&subject, iterations, || {
+                let key = next;
+                next += 1;
+                if next == ROTATE_KEYS {
+                    next = 0;
+                }
+                black_box(key)
+            });
+            if subject.stored_keys() != stored {
+                return Err("the loop inserted keys".into());
+            }
+            allowed
+        }
+        "random_1m" => {
+            let subject = S::build(
+                Quota::ManyKeysStayLive,
+                (RANDOM_KEYS + RANDOM_KEYS / 4) as usize,
+            );
+            for key in 0..RANDOM_KEYS {
+                if !subject.check(key, 0) {
+                    return Err(format!("filling: key {key} denied"));
+                }
+            }
+            let stored = subject.stored_keys();
+            // A fixed-seed xorshift: the same sequence for every implementation.
+            let mut state = 0x6b65_7965_6400_0001u64;
+            let sequence: Vec<u64> = (0..RANDOM_SEQUENCE_LEN)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state % RANDOM_KEYS
+                })
+                .collect();
+            let mut index = 0usize;
+            let allowed = measured_loop(&subject, iterations, || {
+                let key = sequence[index & (RANDOM_SEQUENCE_LEN - 1)];
+                index += 1;
+                black_box(key)
+            });
+            if subject.stored_keys() != stored {
+                return Err("the loop inserted keys".into());
+            }
+            allowed
+        }
+        "one_thread" | "two_threads" => {
+            let threads = if pattern == "one_thread" { 1 } else { 2 };
+            let subject = S::build(Quota::ManyKeysStayLive, THREADS_CAPACITY);
+            for thread in 0..2u64 {
+                for index in 0..KEYS_PER_THREAD {
+                    let key = thread << 32 | index;
+                    if !subject.check(key, 0) {
+                        return Err(format!("filling: key {key} denied"));
+                    }
+                }
+            }
+            let stored = subject.stored_keys();
+            let allowed = run_threads(&subject, threads, iterations);
+            if subject.stored_keys() != stored {
+                return Err("the threads inserted keys".into());
+            }
+            allowed
+        }
+        _ => return Err(format!("unknown pattern {pattern:?}")),
+    };
+    println!("{pattern}: {iterations} calls, {allowed} allowed");
+    if allowed != iterations {
+        return Err("some calls were denied".into());
+    }
+    Ok(())
+}
+
+/// Nanoseconds this thread has spent on a CPU, if the kernel says (Linux).
+fn thread_on_cpu_ns() -> Option<u64> {
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    schedstat.split_whitespace().next()?.parse().ok()
+}
+
+/// Runs `calls` checks split over `threads` threads, each rotating over its own keys (thread
+/// `t` owns keys `t << 32 ..`), released together by a barrier; prints the timings and returns
+/// how many checks were allowed.
+fn run_threads<S: Subject>(subject: &S, threads: u64, calls: u64) -> u64 {
+    let barrier = Barrier::new(threads as usize);
+    let spans: Vec<(Instant, Instant, Option<u64>, u64, u64)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    let thread_calls = calls / threads + u64::from(thread < calls % threads);
+                    let key_base = thread << 32;
+                    let mut call = 0u64;
+                    barrier.wait();
+                    let cpu_start_ns = thread_on_cpu_ns();
+                    let start = Instant::now();
+                    let allowed = measured_loop(subject, thread_calls, || {
+                        let key = key_base | (call & (KEYS_PER_THREAD - 1));
+                        call += 1;
+                        black_box(key)
+                    });
+                    let end = Instant::now();
+                    let cpu_ns = cpu_start_ns
+                        .zip(thread_on_cpu_ns())
+                        .map(|(start_ns, end_ns)| end_ns - start_ns);
+                    (start, end, cpu_ns, allowed, thread_calls)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("benchmark thread"))
+            .collect()
+    });
+    let start = spans.iter().map(|span| span.0).min().expect("threads");
+    let end = spans.iter().map(|span| span.1).max().expect("threads");
+    let wall_ns = (end - start).as_nanos() as f64;
+    let cpu_per_call: Vec<String> = spans
+        .iter()
+        .map(|span| match span.2 {
+            Some(cpu_ns) => format!("{:.2}", cpu_ns as f64 / span.4.max(1) as f64),
+            None => "?".into(),
+        })
+        .collect();
+    let cpu_total_ns: Option<u64> = spans.iter().map(|span| span.2).sum();
+    println!(
+        "{threads} thread(s): wall {:.2} ns/call; on-CPU ns/call per thread [{}]; overlap {}",
+        wall_ns / calls.max(1) as f64,
+        cpu_per_call.join(", "),
+        cpu_total_ns.map_or("?".into(), |total| format!("{:.2}", total as f64 / wall_ns)),
+    );
+    spans.iter().map(|span| span.3).sum()
+}
+
+fn run_case(case: &str, iterations: u64) -> Result<(), String> {
+    let Some((pattern, implementation)) = case.split_once('/') else {
+        return Err(format!("{case:?} is not PATTERN/IMPLEMENTATION"));
+    };
+    match implementation {
+        "loop_only" => run::<LoopOnly>(pattern, iterations),
+        "nanolimit_hashed" => {
+            run::<KeyedLimiter<u64, Gcra, QuantaClock, Hashed>>(pattern, iterations)
+        }
+        "nanolimit_hashed_caller_time" => {
+            run::<KeyedLimiter<u64, Gcra, ManualClock, Hashed>>(pattern, iterations)
+        }
+        "nanolimit_exact" => {
+            run::<KeyedLimiter<u64, Gcra, QuantaClock, Exact>>(pattern, iterations)
+        }
+        "nanolimit_exact_caller_time" => {
+            run::<KeyedLimiter<u64, Gcra, ManualClock, Exact>>(pattern, iterations)
+        }
+        "governor_dashmap" => run::<GovernorKeyed<std::hash::RandomState>>(pattern, iterations),
+        "governor_dashmap_ahash" => run::<GovernorKeyed<ahash::RandomState>>(pattern, iterations),
+        _ => Err(format!("unknown implementation {implementation:?}")),
+    }
+}
+
+fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let Some(case) = arguments.first() else {
+        eprintln!("usage: callgrind_keyed PATTERN/IMPLEMENTATION [ITERATIONS]\ncases:");
+        for pattern in PATTERNS {
+            for implementation in IMPLEMENTATIONS {
+                eprintln!("  {pattern}/{implementation}");
+            }
+        }
+        return ExitCode::FAILURE;
+    };
+    let iterations = match arguments.get(1).map(|text| text.parse::<u64>()) {
+        None => DEFAULT_ITERATIONS,
+        Some(Ok(iterations)) => iterations,
+        Some(Err(error)) => {
+            eprintln!("ITERATIONS must be a whole number: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run_case(case, iterations) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{case}: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
