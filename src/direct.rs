@@ -108,7 +108,7 @@ impl<A: Algorithm, C: Clock> Limiter<A, C> {
     /// Checks `cost` units at `now_ns`, all or nothing.
     #[inline]
     pub fn check_n_at(&self, cost: u64, now_ns: u64) -> Result<Decision<A>, InsufficientCapacity> {
-        self.validate(cost)?;
+        InsufficientCapacity::check(&self.policy, cost)?;
         Ok(self.decide(cost, self.policy.instant(now_ns)))
     }
 
@@ -142,17 +142,8 @@ impl<A: Algorithm, C: Clock> Limiter<A, C> {
 
     /// Whether `cost` units would pass at `now_ns`, without consuming anything.
     pub fn peek_n_at(&self, cost: u64, now_ns: u64) -> Result<Decision<A>, InsufficientCapacity> {
-        self.validate(cost)?;
+        InsufficientCapacity::check(&self.policy, cost)?;
         Ok(self.peek_decision(cost, self.policy.instant(now_ns)))
-    }
-
-    #[inline]
-    fn validate(&self, cost: u64) -> Result<(), InsufficientCapacity> {
-        let capacity = self.policy.capacity();
-        if cost > capacity {
-            return Err(InsufficientCapacity { cost, capacity });
-        }
-        Ok(())
     }
 
     #[inline]

@@ -99,6 +99,21 @@ pub struct InsufficientCapacity {
     pub capacity: u64,
 }
 
+impl InsufficientCapacity {
+    /// `Ok` if `quota` can ever admit `cost` at once, the error otherwise.
+    #[inline]
+    pub(crate) fn check<A: crate::Algorithm>(
+        quota: &A,
+        cost: u64,
+    ) -> Result<(), InsufficientCapacity> {
+        let capacity = quota.capacity();
+        if cost > capacity {
+            return Err(InsufficientCapacity { cost, capacity });
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for InsufficientCapacity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

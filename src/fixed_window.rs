@@ -64,16 +64,7 @@ pub struct FixedWindow {
 impl FixedWindow {
     /// At most `limit` units per window of length `window`.
     pub const fn new(limit: u64, window: Duration) -> Result<FixedWindow, QuotaError> {
-        if limit == 0 {
-            return Err(QuotaError::ZeroBurst);
-        }
-        if limit > MAX_LIMIT {
-            return Err(QuotaError::BurstTooLarge {
-                requested: limit,
-                max: MAX_LIMIT,
-            });
-        }
-        match WindowLength::new(window, MIN_WINDOW_NS) {
+        match WindowLength::with_limit(limit, MAX_LIMIT, window, MIN_WINDOW_NS) {
             Ok(length) => Ok(FixedWindow { limit, length }),
             Err(error) => Err(error),
         }

@@ -906,7 +906,7 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         cost: u64,
         now_ns: u64,
     ) -> Result<Decision<A>, InsufficientCapacity> {
-        validate(&self.policy, cost)?;
+        InsufficientCapacity::check(&self.policy, cost)?;
         Ok(self.decide(key, cost, self.policy.instant(now_ns), &self.policy))
     }
 
@@ -938,7 +938,7 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         now_ns: u64,
     ) -> Result<Decision<A>, CheckError> {
         let quota = quota.rebase(&self.policy)?;
-        validate(&quota, cost)?;
+        InsufficientCapacity::check(&quota, cost)?;
         Ok(self.decide(key, cost, quota.instant(now_ns), &quota))
     }
 
@@ -959,7 +959,7 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         cost: u64,
         now_ns: u64,
     ) -> Result<Decision<A>, InsufficientCapacity> {
-        validate(&self.policy, cost)?;
+        InsufficientCapacity::check(&self.policy, cost)?;
         Ok(self.peek(key, cost, self.policy.instant(now_ns), &self.policy))
     }
 
@@ -1116,15 +1116,6 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         }
         closest.map(|(slot, state, _)| (slot, state, true))
     }
-}
-
-#[inline]
-fn validate<A: Algorithm>(quota: &A, cost: u64) -> Result<(), InsufficientCapacity> {
-    let capacity = quota.capacity();
-    if cost > capacity {
-        return Err(InsufficientCapacity { cost, capacity });
-    }
-    Ok(())
 }
 
 /// Runs the shared CAS driver on a slot found holding `identity` with state `observed`.

@@ -88,16 +88,7 @@ pub struct SlidingWindow {
 impl SlidingWindow {
     /// At most `limit` units in any sliding window of length `window`.
     pub const fn new(limit: u64, window: Duration) -> Result<SlidingWindow, QuotaError> {
-        if limit == 0 {
-            return Err(QuotaError::ZeroBurst);
-        }
-        if limit > MAX_LIMIT {
-            return Err(QuotaError::BurstTooLarge {
-                requested: limit,
-                max: MAX_LIMIT,
-            });
-        }
-        match WindowLength::new(window, MIN_WINDOW_NS) {
+        match WindowLength::with_limit(limit, MAX_LIMIT, window, MIN_WINDOW_NS) {
             Ok(length) => Ok(SlidingWindow { limit, length }),
             Err(error) => Err(error),
         }

@@ -51,6 +51,25 @@ impl WindowInstant {
 }
 
 impl WindowLength {
+    /// Validates a window quota: `1 <= limit <= max_limit` and `min_ns <= window <= horizon`.
+    pub(crate) const fn with_limit(
+        limit: u64,
+        max_limit: u64,
+        window: Duration,
+        min_ns: u64,
+    ) -> Result<WindowLength, QuotaError> {
+        if limit == 0 {
+            return Err(QuotaError::ZeroBurst);
+        }
+        if limit > max_limit {
+            return Err(QuotaError::BurstTooLarge {
+                requested: limit,
+                max: max_limit,
+            });
+        }
+        WindowLength::new(window, min_ns)
+    }
+
     pub(crate) const fn new(window: Duration, min_ns: u64) -> Result<WindowLength, QuotaError> {
         let min_ns = if min_ns < MIN_SUPPORTED_NS {
             MIN_SUPPORTED_NS
