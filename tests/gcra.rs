@@ -1,6 +1,16 @@
 //! Edge cases of the GCRA step function, through the public API: the pure [`Algorithm`] methods
 //! and [`Limiter`] driven by [`ManualClock`] or the `_at(now_ns)` forms.
 
+mod common;
+
+use common::{
+    assert_a_cost_above_a_capacity_of_four_is_an_error,
+    assert_a_cost_of_zero_on_a_spent_limiter_changes_nothing,
+    assert_a_fresh_limiter_admits_the_capacity_once, assert_a_fresh_state_admits_the_capacity,
+    assert_remaining_matches_step, assert_reset_after_restores_the_capacity,
+    assert_retry_after_is_exact, assert_the_step_denies_costs_above_the_capacity,
+    call_every_method, limiter, monotonic, random_schedule, DAY_NS, SECOND_NS, YEAR_NS,
+};
 use nanolimit::{
     Algorithm, Clock, Gcra, InsufficientCapacity, Limiter, ManualClock, QuotaError,
     RateLimitHeaders, Step, TIME_HORIZON_NS,
@@ -8,14 +18,6 @@ use nanolimit::{
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
-
-const SECOND_NS: u64 = 1_000_000_000;
-const DAY_NS: u64 = 86_400 * SECOND_NS;
-const YEAR_NS: u64 = 365 * DAY_NS;
-
-fn limiter(quota: Gcra) -> Limiter<Gcra, ManualClock> {
-    Limiter::with_clock(quota, ManualClock::new())
-}
 
 /// Quotas of every shape: whole-nanosecond and fractional emission intervals, the slowest and
 /// fastest rates, bursts of one and large bursts.
@@ -187,23 +189,8 @@ fn maximum_rates_admit_exactly_their_rate() {
 #[test]
 fn a_full_burst_passes_on_a_fresh_state() {
     for quota in assorted_quotas() {
-        let burst = quota.burst();
-        for now_ns in [0, 1, SECOND_NS, 10 * YEAR_NS, TIME_HORIZON_NS, u64::MAX] {
-            let now = quota.instant(now_ns);
-            assert!(
-                matches!(quota.step(Gcra::FRESH, now, burst), Step::Allow(_)),
-                "{quota:?} at {now_ns}"
-            );
-            assert!(quota.is_fresh(Gcra::FRESH, now));
-            assert_eq!(quota.remaining(Gcra::FRESH, now), burst);
-            assert_eq!(quota.reset_after_ns(Gcra::FRESH, now), 0);
-            assert_eq!(quota.retry_after_ns(Gcra::FRESH, now, burst), 0);
-        }
-        let limiter = limiter(quota);
-        let decision = limiter.check_n_at(burst, 3 * SECOND_NS).unwrap();
-        assert!(decision.is_allowed());
-        assert_eq!(decision.remaining(), 0);
-        assert!(limiter.check_at(3 * SECOND_NS).is_denied());
+        assert_a_fresh_state_admits_the_capacity(&quota);
+        assert_a_fresh_limiter_admits_the_capacity_once(quota, 3 * SECOND_NS);
     }
     // The largest burst a quota accepts passes on a fresh state too.
     let Err(QuotaError::BurstTooLarge { max, .. }) =
@@ -221,13 +208,7 @@ fn a_full_burst_passes_on_a_fresh_state() {
 fn a_cost_above_the_burst_is_an_error_not_a_denial() {
     let quota = Gcra::per_second(10).unwrap().with_burst(4).unwrap();
     let limiter = limiter(quota);
-    let too_much = InsufficientCapacity {
-        cost: 5,
-        capacity: 4,
-    };
-    // On a fresh state, where a denial is impossible for any cost up to the burst.
-    assert_eq!(limiter.check_n_at(5, 0).unwrap_err(), too_much);
-    assert_eq!(limiter.peek_n_at(5, 0).unwrap_err(), too_much);
+    // On a fresh state the largest cost is an error too, and consumes nothing either.
     assert_eq!(
         limiter.check_n_at(u64::MAX, 0).unwrap_err(),
         InsufficientCapacity {
@@ -235,34 +216,26 @@ fn a_cost_above_the_burst_is_an_error_not_a_denial() {
             capacity: 4
         }
     );
+    let retry_after = assert_a_cost_above_a_capacity_of_four_is_an_error(&limiter);
+    assert_eq!(retry_after, Duration::from_millis(400));
+    let too_much = InsufficientCapacity {
+        cost: 5,
+        capacity: 4,
+    };
     assert!(!too_much.to_string().is_empty());
-    // The error consumed nothing.
-    assert!(limiter.check_n_at(4, 0).unwrap().is_allowed());
-    // Once spent, the burst is denied (not an error), and a larger cost is still an error.
-    let denied = limiter.check_n_at(4, 0).unwrap();
-    assert!(denied.is_denied());
-    assert_eq!(denied.retry_after(), Duration::from_millis(400));
-    assert_eq!(limiter.check_n_at(5, 0).unwrap_err(), too_much);
     // The pure step denies such costs without panicking, whatever the state.
-    for state in [Gcra::FRESH, 1, u64::MAX] {
-        for cost in [5, u64::MAX / 2, u64::MAX] {
-            assert_eq!(quota.step(state, quota.instant(0), cost), Step::Deny);
-        }
-    }
+    assert_the_step_denies_costs_above_the_capacity(
+        &quota,
+        &[Gcra::FRESH, 1, u64::MAX],
+        &[5, u64::MAX / 2, u64::MAX],
+    );
 }
 
 #[test]
 fn a_cost_of_zero_passes_and_changes_nothing() {
     let quota = Gcra::per_second(2).unwrap();
     let limiter = limiter(quota);
-    assert!(limiter.check_n_at(2, 0).unwrap().is_allowed());
-    let spent = limiter.check_at(0);
-    assert!(spent.is_denied());
-    let zero = limiter.check_n_at(0, 0).unwrap();
-    assert!(zero.is_allowed());
-    assert_eq!(zero.retry_after(), Duration::ZERO);
-    assert_eq!(zero.remaining(), 0);
-    assert_eq!(zero.state_word(), spent.state_word());
+    let spent = assert_a_cost_of_zero_on_a_spent_limiter_changes_nothing(&limiter);
     assert!(limiter.peek_n_at(0, 0).unwrap().is_allowed());
     assert!(limiter.check_at(0).is_denied());
     // The pure step admits a cost of zero without moving the state forward when it is ahead.
@@ -330,70 +303,53 @@ fn remaining_reset_after_and_headers_follow_the_quota() {
     assert_eq!(peeked.remaining(), limiter.peek().remaining());
 }
 
-/// Drives `limiter` with a random schedule of random costs and calls `visit` after every check.
-fn random_schedule(
+/// [`random_schedule`] with gaps from none to the whole burst's refill time (at most a year) and
+/// costs from one to the whole burst, staying clear of the time horizon, where time stops and
+/// nothing refills.
+fn random_gcra_schedule(
     quota: Gcra,
     seed: u64,
     checks: usize,
-    mut visit: impl FnMut(&Limiter<Gcra, ManualClock>, u64, u64, &nanolimit::Decision<Gcra>),
+    visit: impl FnMut(&Limiter<Gcra, ManualClock>, u64, u64, &nanolimit::Decision<Gcra>),
 ) {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let limiter = limiter(quota);
     let (numerator, denominator) = emission_interval_fraction(&quota);
     let interval_ns = (numerator / denominator).max(1) as u64;
-    let mut now = rng.gen_range(0..YEAR_NS);
-    for _ in 0..checks {
-        // Stay clear of the time horizon, where time stops and nothing refills.
+    let next = |rng: &mut StdRng, now: u64| {
         if now > 15 * YEAR_NS {
-            break;
+            return None;
         }
-        let gap = match rng.gen_range(0..8) {
+        let gap_ns = match rng.gen_range(0..8) {
             0 => 0,
             1 => rng.gen_range(0..=3),
             2..=5 => rng.gen_range(0..=interval_ns.saturating_mul(2)),
             6 => rng.gen_range(0..=interval_ns.saturating_mul(quota.burst()).min(YEAR_NS)),
             _ => rng.gen_range(0..=interval_ns / 8 + 1),
         };
-        now += gap;
         let cost = rng.gen_range(1..=quota.burst());
-        let decision = limiter.check_n_at(cost, now).unwrap();
-        visit(&limiter, now, cost, &decision);
-    }
+        Some((gap_ns, cost))
+    };
+    random_schedule(quota, seed, checks, next, visit);
 }
 
 #[test]
 fn waiting_exactly_retry_after_passes_and_not_much_sooner() {
     for (index, quota) in assorted_quotas().into_iter().enumerate() {
         let mut denials = 0;
-        random_schedule(
+        random_gcra_schedule(
             quota,
             index as u64,
             4_000,
             |limiter, now, cost, decision| {
-                if decision.is_allowed() {
-                    assert_eq!(decision.retry_after(), Duration::ZERO);
-                    return;
-                }
-                denials += 1;
-                let wait = decision.retry_after().as_nanos() as u64;
-                assert!(wait > 0, "{quota:?}: denied at {now} with no wait");
-                assert!(
-                limiter.peek_n_at(cost, now + wait).unwrap().is_allowed(),
-                "{quota:?}: cost {cost} denied at {now}, still denied after retry_after {wait} ns"
-            );
                 // The clock conversion may admit up to one tick (1/8 ns) early, so the answer is
                 // exact to within a nanosecond: two nanoseconds sooner is too soon.
-                if wait >= 2 {
-                    assert!(
-                        limiter.peek_n_at(cost, now + wait - 2).unwrap().is_denied(),
-                        "{quota:?}: retry_after {wait} ns is more than 1 ns too long"
-                    );
-                }
-                // The same answer from the pure functions.
-                let state = decision.state_word();
-                assert_eq!(quota.retry_after_ns(state, quota.instant(now), cost), wait);
+                let Some(wait) = assert_retry_after_is_exact(limiter, now, cost, decision, 1)
+                else {
+                    return;
+                };
+                denials += 1;
+                // The pure step agrees.
                 assert!(matches!(
-                    quota.step(state, quota.instant(now + wait), cost),
+                    quota.step(decision.state_word(), quota.instant(now + wait), cost),
                     Step::Allow(_)
                 ));
             },
@@ -405,37 +361,26 @@ fn waiting_exactly_retry_after_passes_and_not_much_sooner() {
 #[test]
 fn waiting_exactly_reset_after_restores_the_full_burst() {
     for (index, quota) in assorted_quotas().into_iter().enumerate() {
-        random_schedule(
+        random_gcra_schedule(
             quota,
             100 + index as u64,
             2_000,
             |limiter, now, _, decision| {
-                let wait = decision.reset_after().as_nanos() as u64;
+                // Exact to within the clock conversion's nanosecond, as for retry_after.
+                let wait = assert_reset_after_restores_the_capacity(limiter, now, decision, 1);
                 let state = decision.state_word();
                 let later = quota.instant(now + wait);
                 assert!(quota.is_fresh(state, later), "{quota:?} at {now}+{wait}");
-                assert_eq!(limiter.peek_at(now + wait).remaining(), quota.burst());
                 assert!(limiter
                     .peek_n_at(quota.burst(), now + wait)
                     .unwrap()
                     .is_allowed());
                 if wait >= 2 {
                     let sooner = quota.instant(now + wait - 2);
-                    assert!(!quota.is_fresh(state, sooner), "{quota:?} at {now}+{wait}");
                     assert!(quota.remaining(state, sooner) < quota.burst());
                 }
                 // remaining counts the unit requests that pass now.
-                let remaining = decision.remaining();
-                let instant = quota.instant(now);
-                if remaining > 0 {
-                    assert!(matches!(
-                        quota.step(state, instant, remaining),
-                        Step::Allow(_)
-                    ));
-                }
-                if remaining < quota.burst() {
-                    assert_eq!(quota.step(state, instant, remaining + 1), Step::Deny);
-                }
+                assert_remaining_matches_step(&quota, state, now, decision.remaining());
             },
         );
     }
@@ -481,8 +426,6 @@ fn no_input_makes_a_step_panic() {
         u64::MAX,
     ];
     for quota in assorted_quotas() {
-        let burst = quota.burst();
-        let costs = [0, 1, burst, burst + 1, u64::MAX];
         let mut states: Vec<u64> = extremes.to_vec();
         states.extend((0..200).map(|_| rng.gen::<u64>()));
         // Instants from any clock reading, and raw instants of any value.
@@ -491,15 +434,7 @@ fn no_input_makes_a_step_panic() {
         instants.extend((0..200).map(|_| rng.gen::<u64>()));
         for &state in &states {
             for &now in &instants {
-                for &cost in &costs {
-                    let _ = quota.step(state, now, cost);
-                }
-                let _ = quota.remaining(state, now);
-                let _ = quota.reset_after_ns(state, now);
-                let _ = quota.is_fresh(state, now);
-                for cost in [0, 1, burst] {
-                    let _ = quota.retry_after_ns(state, now, cost);
-                }
+                call_every_method(&quota, state, now);
             }
         }
     }
@@ -619,18 +554,6 @@ fn a_clock_stepping_back_grants_nothing() {
     // The clock comes forward again: the limiter refills from the latest reading it kept.
     assert!(limiter.check_at(at + 99_999_999).is_denied());
     assert!(limiter.check_at(at + 100_000_000).is_allowed());
-}
-
-/// Replaces each reading by the latest one so far: the monotonic clock the schedule meant.
-fn monotonic(readings: &[u64]) -> Vec<u64> {
-    let mut latest = 0;
-    readings
-        .iter()
-        .map(|&reading| {
-            latest = latest.max(reading);
-            latest
-        })
-        .collect()
 }
 
 #[test]

@@ -1,31 +1,37 @@
 //! Edge cases of the sliding-window counter, through the public API: the pure [`Algorithm`]
 //! methods and [`Limiter`] driven by [`ManualClock`] or the `_at(now_ns)` forms.
 
+mod common;
+
+use common::window::{
+    assert_a_backward_step_admits_no_more_than_a_monotonic_clock,
+    assert_a_written_state_grows_unless_the_index_wrapped,
+    assert_an_index_ahead_of_now_is_a_clock_that_stepped_back,
+    assert_every_invalid_window_quota_is_rejected, assert_no_input_makes_a_step_panic,
+    assert_readings_past_the_horizon_are_clamped, assert_ten_years_later_behaves_as_at_the_origin,
+    fill_window, random_window_schedule, WindowQuota,
+};
+use common::{
+    assert_a_cost_above_a_capacity_of_four_is_an_error,
+    assert_a_cost_of_zero_on_a_spent_limiter_changes_nothing,
+    assert_a_fresh_limiter_admits_the_capacity_once, assert_a_fresh_state_admits_the_capacity,
+    assert_remaining_matches_step, assert_reset_after_restores_the_capacity,
+    assert_retry_after_is_exact, assert_the_step_denies_costs_above_the_capacity, limiter, DAY_NS,
+    SECOND_NS, YEAR_NS,
+};
 use nanolimit::sliding_window::{
     BACKWARD_WINDOWS, MAX_LIMIT, MIN_WINDOW_NS, WINDOW_INDEX_MASK, WINDOW_INDEX_SHIFT,
 };
 use nanolimit::{
-    Algorithm, Clock, InsufficientCapacity, Limiter, ManualClock, QuotaError, RateLimitHeaders,
-    SlidingWindow, Step, TIME_HORIZON_NS,
+    Algorithm, Clock, Limiter, ManualClock, QuotaError, RateLimitHeaders, SlidingWindow, Step,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
 
 const MILLISECOND_NS: u64 = 1_000_000;
-const SECOND_NS: u64 = 1_000_000_000;
-const DAY_NS: u64 = 86_400 * SECOND_NS;
-const YEAR_NS: u64 = 365 * DAY_NS;
 /// Stored window indices wrap at this many windows.
 const INDEX_WRAP: u64 = WINDOW_INDEX_MASK + 1;
-
-fn limiter(quota: SlidingWindow) -> Limiter<SlidingWindow, ManualClock> {
-    Limiter::with_clock(quota, ManualClock::new())
-}
-
-fn window_ns(quota: &SlidingWindow) -> u64 {
-    quota.window().as_nanos() as u64
-}
 
 fn assorted_quotas() -> Vec<SlidingWindow> {
     vec![
@@ -45,49 +51,12 @@ fn assorted_quotas() -> Vec<SlidingWindow> {
 fn every_invalid_quota_is_rejected_with_its_own_error() {
     assert_eq!(MAX_LIMIT, 1_048_560);
     assert_eq!(MIN_WINDOW_NS, 1_000_000);
-    assert_eq!(SlidingWindow::per_second(0), Err(QuotaError::ZeroBurst));
-    assert_eq!(
-        SlidingWindow::per_minute(MAX_LIMIT + 1),
-        Err(QuotaError::BurstTooLarge {
-            requested: MAX_LIMIT + 1,
-            max: MAX_LIMIT
-        })
-    );
-    assert_eq!(
-        SlidingWindow::per_hour(u64::MAX),
-        Err(QuotaError::BurstTooLarge {
-            requested: u64::MAX,
-            max: MAX_LIMIT
-        })
-    );
-    assert_eq!(
-        SlidingWindow::new(5, Duration::ZERO),
-        Err(QuotaError::ZeroPeriod)
-    );
-    for too_short in [1, 999, MIN_WINDOW_NS - 1] {
-        assert_eq!(
-            SlidingWindow::new(5, Duration::from_nanos(too_short)),
-            Err(QuotaError::WindowTooShort {
-                min_ns: MIN_WINDOW_NS
-            })
-        );
-    }
-    let period_too_long = Err(QuotaError::PeriodTooLong {
-        max_ns: TIME_HORIZON_NS,
-    });
-    assert_eq!(
-        SlidingWindow::new(5, Duration::from_nanos(TIME_HORIZON_NS + 1)),
-        period_too_long
-    );
-    assert_eq!(SlidingWindow::new(5, Duration::MAX), period_too_long);
-    // The extremes themselves are accepted.
-    let shortest = SlidingWindow::new(MAX_LIMIT, Duration::from_nanos(MIN_WINDOW_NS)).unwrap();
-    assert_eq!(shortest.limit(), MAX_LIMIT);
-    assert_eq!(shortest.capacity(), MAX_LIMIT);
-    assert_eq!(shortest.window(), Duration::from_millis(1));
-    let longest = SlidingWindow::new(1, Duration::from_nanos(TIME_HORIZON_NS)).unwrap();
-    assert_eq!(longest.window(), Duration::from_nanos(TIME_HORIZON_NS));
-    assert!(limiter(longest).check_at(u64::MAX).is_allowed());
+    // The shortest window, 1 ms, is accepted with the largest limit.
+    let longest = assert_every_invalid_window_quota_is_rejected::<SlidingWindow>(&[
+        1,
+        999,
+        MIN_WINDOW_NS - 1,
+    ]);
     assert!(limiter(longest).check_at(0).is_allowed());
     assert!(!QuotaError::WindowTooShort { min_ns: 1 }
         .to_string()
@@ -135,7 +104,7 @@ fn the_previous_window_weighs_by_the_part_still_inside_the_sliding_window() {
 fn the_largest_limit_is_counted_exactly() {
     for window in [Duration::from_nanos(MIN_WINDOW_NS), Duration::from_secs(1)] {
         let quota = SlidingWindow::new(MAX_LIMIT, window).unwrap();
-        let window_ns = window_ns(&quota);
+        let window_ns = quota.window_ns();
         let limiter = limiter(quota);
         let start = 12_345 * window_ns;
         assert!(limiter.check_n_at(MAX_LIMIT, start).unwrap().is_allowed());
@@ -179,59 +148,26 @@ fn the_largest_limit_is_counted_exactly() {
 #[test]
 fn a_full_window_passes_on_a_fresh_state() {
     for quota in assorted_quotas() {
-        let limit = quota.limit();
-        for now_ns in [0, 1, SECOND_NS, 10 * YEAR_NS, TIME_HORIZON_NS, u64::MAX] {
-            let now = quota.instant(now_ns);
-            assert!(matches!(
-                quota.step(SlidingWindow::FRESH, now, limit),
-                Step::Allow(_)
-            ));
-            assert!(quota.is_fresh(SlidingWindow::FRESH, now));
-            assert_eq!(quota.remaining(SlidingWindow::FRESH, now), limit);
-            assert_eq!(quota.reset_after_ns(SlidingWindow::FRESH, now), 0);
-            assert_eq!(quota.retry_after_ns(SlidingWindow::FRESH, now, limit), 0);
-        }
-        let limiter = limiter(quota);
-        let decision = limiter.check_n_at(limit, 3 * SECOND_NS + 17).unwrap();
-        assert!(decision.is_allowed());
-        assert_eq!(decision.remaining(), 0);
-        assert!(limiter.check_at(3 * SECOND_NS + 17).is_denied());
+        assert_a_fresh_state_admits_the_capacity(&quota);
+        assert_a_fresh_limiter_admits_the_capacity_once(quota, 3 * SECOND_NS + 17);
     }
 }
 
 #[test]
 fn a_cost_above_the_limit_is_an_error_not_a_denial() {
     let quota = SlidingWindow::per_second(4).unwrap();
-    let limiter = limiter(quota);
-    let too_much = InsufficientCapacity {
-        cost: 5,
-        capacity: 4,
-    };
-    assert_eq!(limiter.check_n_at(5, 0).unwrap_err(), too_much);
-    assert_eq!(limiter.peek_n_at(5, 0).unwrap_err(), too_much);
-    assert!(limiter.check_n_at(4, 0).unwrap().is_allowed());
-    assert!(limiter.check_n_at(4, 0).unwrap().is_denied());
-    assert_eq!(limiter.check_n_at(5, 0).unwrap_err(), too_much);
-    for state in [SlidingWindow::FRESH, u64::MAX, 1 << WINDOW_INDEX_SHIFT] {
-        for cost in [5, u64::MAX] {
-            assert_eq!(quota.step(state, quota.instant(0), cost), Step::Deny);
-        }
-    }
+    assert_a_cost_above_a_capacity_of_four_is_an_error(&limiter(quota));
+    assert_the_step_denies_costs_above_the_capacity(
+        &quota,
+        &[SlidingWindow::FRESH, u64::MAX, 1 << WINDOW_INDEX_SHIFT],
+        &[5, u64::MAX],
+    );
 }
 
 #[test]
 fn a_cost_of_zero_passes_and_changes_nothing() {
     let quota = SlidingWindow::per_second(2).unwrap();
-    let limiter = limiter(quota);
-    assert!(limiter.check_n_at(2, 0).unwrap().is_allowed());
-    let spent = limiter.check_at(0);
-    assert!(spent.is_denied());
-    let zero = limiter.check_n_at(0, 0).unwrap();
-    assert!(zero.is_allowed());
-    assert_eq!(zero.retry_after(), Duration::ZERO);
-    assert_eq!(zero.remaining(), 0);
-    assert_eq!(zero.state_word(), spent.state_word());
-    assert!(limiter.check_at(0).is_denied());
+    let spent = assert_a_cost_of_zero_on_a_spent_limiter_changes_nothing(&limiter(quota));
     let state = spent.state_word();
     assert_eq!(quota.step(state, quota.instant(5), 0), Step::Allow(state));
 }
@@ -320,68 +256,18 @@ fn remaining_reset_after_and_headers_follow_the_windows() {
     assert_eq!(decision.reset_after(), Duration::from_secs(75));
 }
 
-/// Drives a limiter with a random schedule of random costs; calls `visit` after every check.
-fn random_schedule(
-    quota: SlidingWindow,
-    seed: u64,
-    checks: usize,
-    mut visit: impl FnMut(
-        &Limiter<SlidingWindow, ManualClock>,
-        u64,
-        u64,
-        &nanolimit::Decision<SlidingWindow>,
-    ),
-) {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let limiter = limiter(quota);
-    let window_ns = window_ns(&quota);
-    let unit_ns = (window_ns / quota.limit()).max(1);
-    let mut now = rng.gen_range(0..YEAR_NS);
-    for _ in 0..checks {
-        now += match rng.gen_range(0..8) {
-            0 => 0,
-            1 => rng.gen_range(0..=3),
-            2 | 3 => rng.gen_range(0..=unit_ns * 2),
-            4 | 5 => rng.gen_range(0..=window_ns / 3),
-            6 => rng.gen_range(0..=window_ns * 3),
-            _ => window_ns - now % window_ns - rng.gen_range(0..=1),
-        };
-        let cost = match rng.gen_range(0..3) {
-            0 => 1,
-            1 => rng.gen_range(1..=quota.limit()),
-            _ => rng.gen_range(1..=quota.limit().div_ceil(8)),
-        };
-        let decision = limiter.check_n_at(cost, now).unwrap();
-        visit(&limiter, now, cost, &decision);
-    }
-}
-
 #[test]
 fn waiting_exactly_retry_after_passes_and_not_a_nanosecond_sooner() {
     for (index, quota) in assorted_quotas().into_iter().enumerate() {
         let mut denials = 0;
-        random_schedule(
+        random_window_schedule(
             quota,
             index as u64,
             4_000,
             |limiter, now, cost, decision| {
-                if decision.is_allowed() {
-                    assert_eq!(decision.retry_after(), Duration::ZERO);
-                    return;
+                if assert_retry_after_is_exact(limiter, now, cost, decision, 0).is_some() {
+                    denials += 1;
                 }
-                denials += 1;
-                let wait = decision.retry_after().as_nanos() as u64;
-                assert!(wait > 0);
-                assert!(
-                    limiter.peek_n_at(cost, now + wait).unwrap().is_allowed(),
-                    "{quota:?}: cost {cost} denied at {now}, still denied after {wait} ns"
-                );
-                assert!(
-                    limiter.peek_n_at(cost, now + wait - 1).unwrap().is_denied(),
-                    "{quota:?}: cost {cost} denied at {now}, passes before {wait} ns"
-                );
-                let state = decision.state_word();
-                assert_eq!(quota.retry_after_ns(state, quota.instant(now), cost), wait);
             },
         );
         assert!(denials > 100, "{quota:?}: only {denials} denials");
@@ -391,18 +277,18 @@ fn waiting_exactly_retry_after_passes_and_not_a_nanosecond_sooner() {
 #[test]
 fn waiting_exactly_reset_after_restores_the_full_limit() {
     for (index, quota) in assorted_quotas().into_iter().enumerate() {
-        random_schedule(
+        random_window_schedule(
             quota,
             100 + index as u64,
             2_000,
             |limiter, now, _, decision| {
                 let limit = quota.limit();
-                let wait = decision.reset_after().as_nanos() as u64;
+                // The full limit is back after `wait` (through the limiter, and not yet a
+                // nanosecond sooner): the previous window's share has rounded down to zero and
+                // nothing counts in the current one.
+                let wait = assert_reset_after_restores_the_capacity(limiter, now, decision, 0);
                 let state = decision.state_word();
-                // The full limit is back after `wait`: the previous window's share has rounded
-                // down to zero and nothing counts in the current one.
                 let then = quota.instant(now + wait);
-                assert_eq!(limiter.peek_at(now + wait).remaining(), limit);
                 assert_eq!(quota.remaining(state, then), limit);
                 assert!(matches!(quota.step(state, then, limit), Step::Allow(_)));
                 assert_eq!(quota.reset_after_ns(state, then), 0);
@@ -414,140 +300,34 @@ fn waiting_exactly_reset_after_restores_the_full_limit() {
                         "{quota:?} at {now}+{wait}"
                     );
                     assert_eq!(quota.step(state, sooner, limit), Step::Deny);
-                    assert!(!quota.is_fresh(state, sooner));
                 }
                 // A fresh state has nothing to wait for; a full one is fresh from the next
                 // window on (a keyed table may then reuse its slot).
                 if quota.is_fresh(state, quota.instant(now)) {
                     assert_eq!(wait, 0);
                 }
-                let next_window = ((now + wait) / window_ns(&quota) + 1) * window_ns(&quota);
+                let next_window = ((now + wait) / quota.window_ns() + 1) * quota.window_ns();
                 assert!(quota.is_fresh(state, quota.instant(next_window)));
-                let remaining = decision.remaining();
-                let instant = quota.instant(now);
-                if remaining > 0 {
-                    assert!(matches!(
-                        quota.step(state, instant, remaining),
-                        Step::Allow(_)
-                    ));
-                }
-                if remaining < quota.limit() {
-                    assert_eq!(quota.step(state, instant, remaining + 1), Step::Deny);
-                }
+                assert_remaining_matches_step(&quota, state, now, decision.remaining());
             },
         );
     }
 }
 
-/// The window index stored in a state word.
-fn stored_index(state: u64) -> u64 {
-    state >> WINDOW_INDEX_SHIFT
-}
-
 #[test]
 fn a_written_state_is_greater_than_the_one_it_replaces_unless_the_index_wrapped() {
-    let mut rng = StdRng::seed_from_u64(7);
-    let mut wrapped = 0;
-    for quota in assorted_quotas() {
-        let window_ns = window_ns(&quota);
-        for _ in 0..20_000 {
-            let now_ns = rng.gen_range(0..=TIME_HORIZON_NS);
-            let now = quota.instant(now_ns);
-            // A state written at most a few windows ago, or at any time.
-            let written_at = match rng.gen_range(0..3) {
-                0 => now_ns.saturating_sub(rng.gen_range(0..=3 * window_ns)),
-                1 => now_ns + rng.gen_range(0..=3 * window_ns),
-                _ => rng.gen_range(0..=TIME_HORIZON_NS),
-            };
-            let mut state = SlidingWindow::FRESH;
-            for _ in 0..rng.gen_range(0..3) {
-                let cost = rng.gen_range(1..=quota.limit());
-                if let Step::Allow(next) = quota.step(state, quota.instant(written_at), cost) {
-                    state = next;
-                }
-            }
-            let cost = rng.gen_range(1..=quota.limit());
-            let Step::Allow(written) = quota.step(state, now, cost) else {
-                continue;
-            };
-            // The two largest words are keyed tables' slot markers.
-            assert!(written < u64::MAX - 1);
-            if written > state {
-                continue;
-            }
-            // Only a window index that wrapped past 2^24 may make the word smaller: the new
-            // index is a later window whose stored residue is smaller.
-            wrapped += 1;
-            let now_index = now.window_index() & WINDOW_INDEX_MASK;
-            assert!(
-                now_index < stored_index(state),
-                "{quota:?}: {state:#x} -> {written:#x}"
-            );
-            assert_eq!(stored_index(written), now_index);
-            let forward = now_index.wrapping_sub(stored_index(state)) & WINDOW_INDEX_MASK;
-            assert!(forward <= WINDOW_INDEX_MASK - BACKWARD_WINDOWS);
-        }
-    }
-    assert!(wrapped > 0, "no wrapped index was exercised");
+    assert_a_written_state_grows_unless_the_index_wrapped(assorted_quotas());
 }
 
 #[test]
 fn no_input_from_any_clock_reading_makes_a_step_panic() {
-    let mut rng = StdRng::seed_from_u64(8);
-    let extremes = [
-        0,
-        1,
-        TIME_HORIZON_NS - 1,
-        TIME_HORIZON_NS,
-        1 << 62,
-        u64::MAX,
-    ];
-    for quota in assorted_quotas() {
-        let limit = quota.limit();
-        let mut states: Vec<u64> = vec![0, 1, u64::MAX, u64::MAX - 1, WINDOW_INDEX_MASK];
-        states.extend((0..200).map(|_| rng.gen::<u64>()));
-        let mut readings: Vec<u64> = extremes.to_vec();
-        readings.extend((0..200).map(|_| rng.gen::<u64>()));
-        for &state in &states {
-            for &reading in &readings {
-                let now = quota.instant(reading);
-                for cost in [0, 1, limit, limit + 1, u64::MAX] {
-                    let _ = quota.step(state, now, cost);
-                }
-                let _ = quota.remaining(state, now);
-                let _ = quota.reset_after_ns(state, now);
-                let _ = quota.is_fresh(state, now);
-                for cost in [0, 1, limit] {
-                    let _ = quota.retry_after_ns(state, now, cost);
-                }
-            }
-        }
-    }
+    assert_no_input_makes_a_step_panic(assorted_quotas());
 }
 
 #[test]
 fn readings_at_and_past_the_time_horizon_are_clamped() {
     for quota in assorted_quotas() {
-        let at_horizon = quota.instant(TIME_HORIZON_NS);
-        for past in [TIME_HORIZON_NS + 1, 1 << 60, u64::MAX] {
-            assert_eq!(quota.instant(past), at_horizon);
-        }
-        assert_eq!(
-            (at_horizon.window_index(), at_horizon.elapsed_ns()),
-            (
-                TIME_HORIZON_NS / window_ns(&quota),
-                TIME_HORIZON_NS % window_ns(&quota),
-            )
-        );
-        let clock = ManualClock::starting_at(TIME_HORIZON_NS);
-        let limiter = Limiter::with_clock(quota, clock.clone());
-        assert!(limiter.check_n(quota.limit()).unwrap().is_allowed());
-        for step_ns in [1, SECOND_NS, YEAR_NS, u64::MAX] {
-            clock.advance_ns(step_ns);
-            let decision = limiter.check();
-            assert!(decision.is_denied(), "{quota:?} at {}", clock.now_ns());
-            let _ = decision.headers();
-        }
+        let clock = assert_readings_past_the_horizon_are_clamped(quota);
         assert_eq!(clock.now_ns(), u64::MAX);
     }
 }
@@ -555,47 +335,14 @@ fn readings_at_and_past_the_time_horizon_are_clamped() {
 #[test]
 fn ten_years_after_the_origin_the_limiter_behaves_as_at_the_origin() {
     for (index, quota) in assorted_quotas().into_iter().enumerate() {
-        let window_ns = window_ns(&quota);
-        // Windows are aligned to the clock's origin: shift by whole windows.
-        let offset = 10 * YEAR_NS / window_ns * window_ns;
-        let origin = limiter(quota);
-        let shifted = limiter(quota);
-        let mut rng = StdRng::seed_from_u64(200 + index as u64);
-        let mut now = 0;
-        for _ in 0..3_000 {
-            now += match rng.gen_range(0..4) {
-                0 => 0,
-                1 => rng.gen_range(0..=window_ns / quota.limit()),
-                2 => rng.gen_range(0..=window_ns / 4),
-                _ => rng.gen_range(0..=2 * window_ns),
-            };
-            let cost = rng.gen_range(1..=quota.limit().div_ceil(4));
-            let expected = origin.check_n_at(cost, now).unwrap();
-            let actual = shifted.check_n_at(cost, offset + now).unwrap();
-            assert_eq!(
-                actual.is_allowed(),
-                expected.is_allowed(),
-                "{quota:?} at {now}"
-            );
-            assert_eq!(actual.remaining(), expected.remaining());
-            assert_eq!(actual.retry_after(), expected.retry_after());
-            assert_eq!(actual.reset_after(), expected.reset_after());
-        }
+        assert_ten_years_later_behaves_as_at_the_origin(quota, 200 + index as u64);
     }
-}
-
-/// Fills `limiter` in window `index` and returns the reading used.
-fn fill_window(limiter: &Limiter<SlidingWindow, ManualClock>, index: u64) -> u64 {
-    let quota = limiter.policy();
-    let at = index * window_ns(quota) + window_ns(quota) / 3;
-    assert!(limiter.check_n_at(quota.limit(), at).unwrap().is_allowed());
-    at
 }
 
 #[test]
 fn a_key_idle_for_any_number_of_windows_below_the_wrap_margin_is_fresh() {
     let quota = SlidingWindow::per_second(50).unwrap();
-    let window_ns = window_ns(&quota);
+    let window_ns = quota.window_ns();
     let longest_idle = INDEX_WRAP - BACKWARD_WINDOWS - 1;
     let hundred_days = 100 * DAY_NS / window_ns;
     // Start windows on both sides of a multiple of 2^24, so the stored residue wraps.
@@ -652,41 +399,9 @@ fn a_key_idle_for_any_number_of_windows_below_the_wrap_margin_is_fresh() {
 
 #[test]
 fn a_window_index_ahead_of_now_is_a_clock_that_stepped_back() {
-    let quota = SlidingWindow::per_second(50).unwrap();
-    let window_ns = window_ns(&quota);
-    for start in [
-        3,
-        BACKWARD_WINDOWS + 7,
-        INDEX_WRAP + 1,
-        5 * INDEX_WRAP + 100,
-    ] {
-        let limiter = limiter(quota);
-        let filled_at = fill_window(&limiter, start);
-        let state = limiter.peek_at(filled_at).state_word();
-        // Up to BACKWARD_WINDOWS windows back (as far as the origin allows): still spent.
-        for back in [1, 2, 1_000, BACKWARD_WINDOWS] {
-            let Some(index) = start.checked_sub(back) else {
-                continue;
-            };
-            for at in [index * window_ns, index * window_ns + window_ns - 1] {
-                let now = quota.instant(at);
-                assert!(!quota.is_fresh(state, now));
-                assert_eq!(quota.remaining(state, now), 0);
-                let decision = limiter.check_at(at);
-                assert!(decision.is_denied(), "back {back} from window {start}");
-            }
-        }
-        // Within the window, earlier readings are no better either.
-        assert!(limiter.check_at(start * window_ns).is_denied());
-        // Further back than BACKWARD_WINDOWS reads as a key idle for nearly 2^24 windows.
-        if let Some(index) = start.checked_sub(BACKWARD_WINDOWS + 1) {
-            assert!(quota.is_fresh(state, quota.instant(index * window_ns)));
-        }
-        // The same state idle for exactly 2^24 − BACKWARD_WINDOWS windows is BACKWARD_WINDOWS
-        // windows back.
-        let index = start + INDEX_WRAP - BACKWARD_WINDOWS;
-        assert!(!quota.is_fresh(state, quota.instant(index * window_ns)));
-    }
+    assert_an_index_ahead_of_now_is_a_clock_that_stepped_back(
+        SlidingWindow::per_second(50).unwrap(),
+    );
 }
 
 #[test]
@@ -751,9 +466,9 @@ fn a_clock_stepping_back_grants_nothing() {
 #[test]
 fn an_earlier_reading_sees_no_more_than_the_latest_and_waits_count_from_now() {
     for (index, quota) in assorted_quotas().into_iter().enumerate() {
-        let window_ns = window_ns(&quota);
+        let window_ns = quota.window_ns();
         let mut rng = StdRng::seed_from_u64(300 + index as u64);
-        random_schedule(
+        random_window_schedule(
             quota,
             400 + index as u64,
             2_000,
@@ -801,61 +516,7 @@ fn an_earlier_reading_sees_no_more_than_the_latest_and_waits_count_from_now() {
     }
 }
 
-fn monotonic(readings: &[u64]) -> Vec<u64> {
-    let mut latest = 0;
-    readings
-        .iter()
-        .map(|&reading| {
-            latest = latest.max(reading);
-            latest
-        })
-        .collect()
-}
-
 #[test]
 fn after_a_backward_step_no_more_is_admitted_than_with_a_monotonic_clock() {
-    let mut rng = StdRng::seed_from_u64(9);
-    for quota in assorted_quotas() {
-        let window_ns = window_ns(&quota);
-        let unit_ns = (window_ns / quota.limit()).max(1);
-        let cost = quota.limit().div_ceil(20);
-        for _ in 0..40 {
-            let mut readings = Vec::new();
-            let mut latest = rng.gen_range(0..YEAR_NS);
-            for _ in 0..300 {
-                if rng.gen_ratio(1, 5) {
-                    // Back by at most BACKWARD_WINDOWS windows (further back reads as idle).
-                    let back = match rng.gen_range(0..3) {
-                        0 => rng.gen_range(0..=3),
-                        1 => rng.gen_range(0..=2 * window_ns),
-                        _ => rng.gen_range(0..=BACKWARD_WINDOWS * window_ns),
-                    };
-                    readings.push(latest.saturating_sub(back));
-                } else {
-                    latest += rng.gen_range(0..=unit_ns * cost * 2);
-                    readings.push(latest);
-                }
-            }
-            let stepping = limiter(quota);
-            let steady = limiter(quota);
-            let (mut admitted_stepping, mut admitted_steady) = (0u64, 0u64);
-            for (reading, monotonic_reading) in readings.iter().zip(monotonic(&readings)) {
-                if stepping.check_n_at(cost, *reading).unwrap().is_allowed() {
-                    admitted_stepping += cost;
-                }
-                if steady
-                    .check_n_at(cost, monotonic_reading)
-                    .unwrap()
-                    .is_allowed()
-                {
-                    admitted_steady += cost;
-                }
-                assert!(
-                    admitted_stepping <= admitted_steady,
-                    "{quota:?}: {admitted_stepping} admitted with backward steps, \
-                     {admitted_steady} with a monotonic clock"
-                );
-            }
-        }
-    }
+    assert_a_backward_step_admits_no_more_than_a_monotonic_clock(assorted_quotas());
 }
