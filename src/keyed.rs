@@ -13,10 +13,13 @@
 //!
 //! | key mode | identity | slot | slots per key of capacity | bytes per key of capacity |
 //! |---|---|---|---|---|
-//! | [`Hashed`] (default) | the key's 64-bit seeded hash | `[hash, state]`, 16 B | 1.5 | 24 |
+//! | [`Hashed`] (default) | the key's 64-bit seeded hash | `[hash, state]`, 16 B, + a 1-byte hint | 1.5 | 25.5 |
 //! | [`Exact`] | the key itself, up to 128 bits | `[low, high, state]`, 24 B | 1.33 | 32 |
 //!
-//! With [`Hashed`] keys the state word sits in the same cache line as the key's tag.
+//! With [`Hashed`] keys the state word sits in the same cache line as the key's tag, and each
+//! bucket has a word of one-byte hints (from hash bits not used for placement): a lookup
+//! compares the eight hints at once and reads only the slots that match, so it touches the
+//! hint line and, usually, one slot line rather than every slot of two buckets.
 //!
 //! A key may only use the 16 slots of its two buckets, hence the headroom. A new key goes to the
 //! bucket with more vacant slots, and reuses a fresh-equivalent entry only when neither has one.
@@ -312,6 +315,8 @@ mod slot {
     pub trait SlotOps: Send + Sync + Sized {
         /// The table allocates `capacity + capacity / HEADROOM_DIVISOR` slots.
         const HEADROOM_DIVISOR: usize;
+        /// Whether buckets of these slots keep a word of one-byte key hints (see `Shard`).
+        const HINTED: bool;
         /// The identity words of a key.
         type Identity: Copy + Eq;
         /// A slot holding no key.
@@ -333,10 +338,13 @@ mod slot {
 
     impl<const WORDS: usize> SlotOps for Slot<WORDS> {
         type Identity = [u64; WORDS];
-        /// Half again as many slots for one-word (16-byte) slots: 24 bytes per key, the first
+        /// Half again as many slots for one-word (16-byte) slots: 25.5 bytes per key with hints, the first
         /// refusal above capacity; a third more for two-word (24-byte) slots: 32 bytes per key,
         /// the first refusal at 91–101 % of capacity (module docs).
         const HEADROOM_DIVISOR: usize = if WORDS == 1 { 2 } else { 3 };
+        /// One-word slots get hints (1 byte per slot: 25.5 bytes per key); two-word slots do not
+        /// (they would exceed 32 bytes per key).
+        const HINTED: bool = WORDS == 1;
 
         fn vacant() -> Self {
             Slot {
@@ -416,6 +424,13 @@ struct Bucket<S> {
 #[derive(Debug)]
 struct Shard<S> {
     buckets: Box<[Bucket<S>]>,
+    /// For hinted slot types, one word per bucket: byte `i` is a one-byte hint of the key in
+    /// slot `i` (0: none). A lookup compares all eight at once and reads only the slots whose
+    /// hint matches: one line of hints and, usually, one slot, instead of the whole bucket.
+    /// Hints are written under the insert lock before the slot is published; they only filter,
+    /// the identity words decide (a stale hint costs a trip to the locked slow path, which
+    /// scans every slot).
+    hints: Box<[AtomicU64]>,
     insert_lock: Mutex<()>,
     inserts: AtomicU64,
     reclaims: AtomicU64,
@@ -442,6 +457,8 @@ struct Table<S> {
 /// Where a key may live.
 #[derive(Debug, Clone, Copy)]
 struct Placement {
+    /// The key's one-byte hint (never 0).
+    hint: u8,
     shard: usize,
     first_bucket: usize,
     second_bucket: usize,
@@ -455,6 +472,10 @@ impl Placement {
         core::iter::once(self.first_bucket).chain(second)
     }
 }
+
+/// 0x01 in every byte, and 0x7f in every byte: for matching eight hints at once.
+const BYTES_ONES: u64 = 0x0101_0101_0101_0101;
+const BYTES_LOW_SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 
 /// A multiplier that spreads a hash's low bits into its high bits (odd, so bijective).
 const SECOND_BUCKET_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -490,6 +511,9 @@ impl<S: SlotOps> Table<S> {
                             slots: core::array::from_fn(|_| S::vacant()),
                         })
                         .collect(),
+                    hints: (0..if S::HINTED { buckets_per_shard } else { 0 })
+                        .map(|_| AtomicU64::new(0))
+                        .collect(),
                     insert_lock: Mutex::new(()),
                     inserts: AtomicU64::new(0),
                     reclaims: AtomicU64::new(0),
@@ -513,6 +537,8 @@ impl<S: SlotOps> Table<S> {
         let first = ((hash >> 32) * self.buckets_per_shard) >> 32;
         let second = ((hash.wrapping_mul(SECOND_BUCKET_MIX) >> 32) * self.buckets_per_shard) >> 32;
         Placement {
+            // Bits 8..16: not used to pick the shard (in practice) nor the buckets.
+            hint: ((hash >> 8) as u8).max(1),
             shard: (hash & self.shard_mask) as usize,
             first_bucket: first as usize,
             second_bucket: second as usize,
@@ -522,6 +548,49 @@ impl<S: SlotOps> Table<S> {
     /// The slot holding `identity` and the state observed in it, if any.
     #[inline]
     fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
+        if S::HINTED {
+            self.find_hinted(placement, identity)
+        } else {
+            self.find_exhaustive(placement, identity)
+        }
+    }
+
+    /// [`find`](Self::find), reading only the slots whose hint matches.
+    #[inline]
+    fn find_hinted(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
+        let shard = &self.shards[placement.shard];
+        let hint_in_every_byte = u64::from(placement.hint) * BYTES_ONES;
+        let probe = |bucket: usize| -> Option<(&S, u64)> {
+            // ORDERING: Relaxed; a hint only filters (see `Shard::hints`): a stale one sends the
+            // check to the locked slow path, which does not use hints.
+            let differences = shard.hints[bucket].load(Ordering::Relaxed) ^ hint_in_every_byte;
+            // The high bit of each byte of `matches` is set iff that byte of `differences` is 0.
+            let mut matches = !(((differences & BYTES_LOW_SEVEN) + BYTES_LOW_SEVEN)
+                | differences
+                | BYTES_LOW_SEVEN);
+            while matches != 0 {
+                let slot = &shard.buckets[bucket].slots[(matches.trailing_zeros() / 8) as usize];
+                matches &= matches - 1;
+                // ORDERING: Acquire, as in `find_exhaustive`.
+                let state = slot.state().load(Ordering::Acquire);
+                if state < RESERVED && slot.holds(identity) {
+                    return Some((slot, state));
+                }
+            }
+            None
+        };
+        if let Some(found) = probe(placement.first_bucket) {
+            return Some(found);
+        }
+        if placement.second_bucket != placement.first_bucket {
+            return probe(placement.second_bucket);
+        }
+        None
+    }
+
+    /// [`find`](Self::find), reading every candidate slot.
+    #[inline]
+    fn find_exhaustive(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
         // Plain loops rather than an iterator chain, which compiled to an out-of-line fold of
         // about 60 instructions on the hot path.
         let buckets = &self.shards[placement.shard].buckets;
@@ -544,6 +613,30 @@ impl<S: SlotOps> Table<S> {
             return probe(placement.second_bucket);
         }
         None
+    }
+
+    /// Records `placement`'s hint for `slot`, one of its candidates. Under the insert lock, before
+    /// the slot is published.
+    fn set_hint(&self, placement: Placement, slot: &S) {
+        if !S::HINTED {
+            return;
+        }
+        let shard = &self.shards[placement.shard];
+        for bucket in placement.buckets() {
+            if let Some(index) = shard.buckets[bucket]
+                .slots
+                .iter()
+                .position(|candidate| core::ptr::eq(candidate, slot))
+            {
+                let shift = 8 * index;
+                // ORDERING: Relaxed load and store: only insert-lock holders write hints, and
+                // the lock orders them; readers are published to by the slot's Release store.
+                let word = shard.hints[bucket].load(Ordering::Relaxed);
+                let word = (word & !(0xff << shift)) | (u64::from(placement.hint) << shift);
+                shard.hints[bucket].store(word, Ordering::Relaxed);
+                return;
+            }
+        }
     }
 
     fn lock(&self, shard: usize) -> MutexGuard<'_, ()> {
@@ -594,9 +687,15 @@ impl<S: SlotOps> Table<S> {
     }
 
     fn memory_bytes(&self) -> usize {
+        let hints_per_shard = if S::HINTED {
+            self.buckets_per_shard as usize
+        } else {
+            0
+        };
         self.shards.len()
             * (core::mem::size_of::<CachePadded<Shard<S>>>()
-                + self.buckets_per_shard as usize * core::mem::size_of::<Bucket<S>>())
+                + self.buckets_per_shard as usize * core::mem::size_of::<Bucket<S>>()
+                + hints_per_shard * core::mem::size_of::<AtomicU64>())
             + core::mem::size_of::<Self>()
     }
 }
@@ -692,6 +791,7 @@ pub struct KeyedLimiterBuilder<K: ?Sized, A, C, M> {
     shards: Option<usize>,
     when_full: WhenFull,
     clock: C,
+    seed: Option<u64>,
     marker: BuilderMarker<K, M>,
 }
 
@@ -722,6 +822,7 @@ impl<K: Hash + ?Sized, A: Algorithm> KeyedLimiter<K, A, QuantaClock, Hashed> {
             shards: None,
             when_full: WhenFull::Deny,
             clock: QuantaClock::new(),
+            seed: None,
             marker: PhantomData,
         }
     }
@@ -750,6 +851,14 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
         self
     }
 
+    /// Fixes the hash seed, for reproducible placement in tests and simulations. By default each
+    /// table draws a random seed, so that clients cannot aim keys at one bucket: do not fix it
+    /// in production.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
     /// The clock to read.
     pub fn clock<C2: Clock>(self, clock: C2) -> KeyedLimiterBuilder<K, A, C2, M> {
         KeyedLimiterBuilder {
@@ -758,6 +867,7 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
             shards: self.shards,
             when_full: self.when_full,
             clock,
+            seed: self.seed,
             marker: PhantomData,
         }
     }
@@ -770,6 +880,7 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
             shards: self.shards,
             when_full: self.when_full,
             clock: self.clock,
+            seed: self.seed,
             marker: PhantomData,
         }
     }
@@ -786,7 +897,15 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
         Ok(KeyedLimiter {
             table: Table::new(self.capacity, shards)?,
             capacity: self.capacity,
-            hasher: ahash::RandomState::new(),
+            hasher: match self.seed {
+                Some(seed) => ahash::RandomState::with_seeds(
+                    seed,
+                    !seed,
+                    seed.rotate_left(32),
+                    !seed.rotate_left(32),
+                ),
+                None => ahash::RandomState::new(),
+            },
             policy: self.policy,
             clock: self.clock,
             when_full: self.when_full,
@@ -1005,8 +1124,9 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         let shard = &self.table.shards[placement.shard];
         let _guard = self.table.lock(placement.shard);
         // Slots of this shard are only reassigned under the lock we hold: from here on, a slot
-        // holding our identity keeps it, and no other thread claims a slot.
-        if let Some((slot, observed)) = self.table.find(placement, identity) {
+        // holding our identity keeps it, and no other thread claims a slot. Every slot is read:
+        // the lock-free lookup may have missed the key on a stale hint.
+        if let Some((slot, observed)) = self.table.find_exhaustive(placement, identity) {
             if let Some(decision) = apply_to_slot(slot, identity, observed, cost, now, quota) {
                 return decision;
             }
@@ -1059,6 +1179,7 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
             } else if previous != VACANT {
                 Shard::<M::Slot>::count(&shard.reclaims);
             }
+            self.table.set_hint(placement, slot);
             Table::<M::Slot>::publish(slot, identity, first_state);
             return Decision::new(true, cost, first_state, now, *quota);
         }

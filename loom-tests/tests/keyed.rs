@@ -161,3 +161,65 @@ fn checks_of_a_present_key_admit_exactly_the_limit() {
         assert_eq!(table.peek_key_at(&1u64, 1).remaining(), 0);
     });
 }
+
+/// A one-bucket table of `Hashed` keys (the lookup goes through the bucket's hint word), with a
+/// fixed hash seed so that every execution of the model is the same program.
+fn hashed_gcra_table(burst: u64) -> KeyedLimiter<u64, Gcra, ManualClock> {
+    let quota = Gcra::per_second(1).unwrap().with_burst(burst).unwrap();
+    KeyedLimiter::builder(quota)
+        .capacity(1)
+        .shards(1)
+        .seed(7)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap()
+}
+
+/// As `concurrent_inserts_of_one_key_make_one_entry`, through the hinted lookup: a checker
+/// that misses the new key's hint falls back to the locked path and finds the entry there.
+#[test]
+fn hashed_keys_concurrent_inserts_make_one_entry() {
+    explore("keyed (hashed): two inserts of one new key", 3, || {
+        let table = Arc::new(hashed_gcra_table(2));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let table = Arc::clone(&table);
+                thread::spawn(move || table.check_key_at(&7, 0).is_allowed())
+            })
+            .collect();
+        for handle in handles {
+            assert!(handle.join().unwrap());
+        }
+        assert_eq!(table.stats().inserts, 1);
+        assert!(table.check_key_at(&7, 0).is_denied());
+    });
+}
+
+/// As `insert_reclaiming_a_slot_races_with_a_check_of_its_old_key`, with hinted lookups: the
+/// reclaim rewrites the slot's hint while the old key's check may be reading it.
+#[test]
+fn hashed_keys_reclaim_races_with_a_check_of_the_old_key() {
+    explore("keyed (hashed): reclaim vs check of the old key", 2, || {
+        let table = Arc::new(hashed_gcra_table(2));
+        for key in 100..108u64 {
+            assert!(table.check_key_at(&key, 0).is_allowed());
+        }
+        let now = SECOND_NS;
+        let checker = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || table.check_key_at(&100, now).is_allowed())
+        };
+        let inserter = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || table.check_key_at(&200, now).is_allowed())
+        };
+        assert!(checker.join().unwrap());
+        assert!(inserter.join().unwrap());
+        for key in [100, 200] {
+            assert_eq!(table.peek_key_at(&key, now).remaining(), 1, "key {key}");
+        }
+        for key in 101..108 {
+            assert_eq!(table.peek_key_at(&key, now).remaining(), 2, "key {key}");
+        }
+    });
+}
