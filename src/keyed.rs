@@ -465,6 +465,18 @@ struct Placement {
 }
 
 impl Placement {
+    /// The first `Some` that `look` returns for the candidate buckets, in probe order.
+    #[inline]
+    fn probe<T>(self, mut look: impl FnMut(usize) -> Option<T>) -> Option<T> {
+        if let Some(found) = look(self.first_bucket) {
+            return Some(found);
+        }
+        if self.second_bucket != self.first_bucket {
+            return look(self.second_bucket);
+        }
+        None
+    }
+
     /// The candidate buckets, in probe order, without repeats.
     #[inline]
     fn buckets(self) -> impl Iterator<Item = usize> {
@@ -560,7 +572,7 @@ impl<S: SlotOps> Table<S> {
     fn find_hinted(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
         let shard = &self.shards[placement.shard];
         let hint_in_every_byte = u64::from(placement.hint) * BYTES_ONES;
-        let probe = |bucket: usize| -> Option<(&S, u64)> {
+        placement.probe(|bucket| {
             // ORDERING: Relaxed; a hint only filters (see `Shard::hints`): a stale one sends the
             // check to the locked slow path, which does not use hints.
             let differences = shard.hints[bucket].load(Ordering::Relaxed) ^ hint_in_every_byte;
@@ -571,21 +583,12 @@ impl<S: SlotOps> Table<S> {
             while matches != 0 {
                 let slot = &shard.buckets[bucket].slots[(matches.trailing_zeros() / 8) as usize];
                 matches &= matches - 1;
-                // ORDERING: Acquire, as in `find_exhaustive`.
-                let state = slot.state().load(Ordering::Acquire);
-                if state < RESERVED && slot.holds(identity) {
-                    return Some((slot, state));
+                if let Some(found) = Self::holding(slot, identity) {
+                    return Some(found);
                 }
             }
             None
-        };
-        if let Some(found) = probe(placement.first_bucket) {
-            return Some(found);
-        }
-        if placement.second_bucket != placement.first_bucket {
-            return probe(placement.second_bucket);
-        }
-        None
+        })
     }
 
     /// [`find`](Self::find), reading every candidate slot.
@@ -594,25 +597,22 @@ impl<S: SlotOps> Table<S> {
         // Plain loops rather than an iterator chain, which compiled to an out-of-line fold of
         // about 60 instructions on the hot path.
         let buckets = &self.shards[placement.shard].buckets;
-        let probe = |bucket: usize| -> Option<(&S, u64)> {
-            for slot in &buckets[bucket].slots {
-                // ORDERING: Acquire, pairs with the Release store that published the slot's
-                // identity (`publish`) or a later CAS in its release sequence, so the identity
-                // words read next are at least as new as this state.
-                let state = slot.state().load(Ordering::Acquire);
-                if state < RESERVED && slot.holds(identity) {
-                    return Some((slot, state));
-                }
-            }
-            None
-        };
-        if let Some(found) = probe(placement.first_bucket) {
-            return Some(found);
-        }
-        if placement.second_bucket != placement.first_bucket {
-            return probe(placement.second_bucket);
-        }
-        None
+        placement.probe(|bucket| {
+            buckets[bucket]
+                .slots
+                .iter()
+                .find_map(|slot| Self::holding(slot, identity))
+        })
+    }
+
+    /// `slot` and its observed state, if it holds a live entry for `identity`.
+    #[inline]
+    fn holding<'slot>(slot: &'slot S, identity: &S::Identity) -> Option<(&'slot S, u64)> {
+        // ORDERING: Acquire, pairs with the Release store that published the slot's identity
+        // (`publish`) or a later CAS in its release sequence, so the identity words read next
+        // are at least as new as this state.
+        let state = slot.state().load(Ordering::Acquire);
+        (state < RESERVED && slot.holds(identity)).then_some((slot, state))
     }
 
     /// Records `placement`'s hint for `slot`, one of its candidates. Under the insert lock, before

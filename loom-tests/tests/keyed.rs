@@ -4,20 +4,24 @@
 //!
 //! Every table here has one shard and one bucket (capacity 1 gives 8 slots), so placement does
 //! not depend on the table's random hash seed and every execution of a model is the same
-//! program. Keys are `Exact` integers so the models also cover the two-word identity.
+//! program. Most keys are `Exact` integers, so the models cover the two-word identity; the
+//! insert and reclaim models also run on `Hashed` keys (with a fixed seed), whose lookups go
+//! through the bucket's hint word.
 
 use loom::sync::Arc;
 use loom::thread;
-use nanolimit::{ExactKeyedLimiter, Gcra, KeyedLimiter, ManualClock, SlidingWindow};
+use nanolimit::{Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, SlidingWindow};
 use nanolimit_loom_tests::explore;
 use std::time::Duration;
 
 const SECOND_NS: u64 = 1_000_000_000;
 
-/// A one-bucket table (8 slots) of GCRA state, burst `burst`, one unit per second.
-fn gcra_table(burst: u64) -> ExactKeyedLimiter<u64, Gcra, ManualClock> {
-    let quota = Gcra::per_second(1).unwrap().with_burst(burst).unwrap();
-    KeyedLimiter::builder(quota)
+/// A keyed GCRA table with `u64` keys stored as `M` says.
+type Table<M> = KeyedLimiter<u64, Gcra, ManualClock, M>;
+
+/// A one-bucket table (8 slots) of GCRA state, burst 2, one unit per second, `Exact` keys.
+fn gcra_table() -> Table<Exact> {
+    KeyedLimiter::builder(Gcra::per_second(1).unwrap().with_burst(2).unwrap())
         .capacity(1)
         .shards(1)
         .clock(ManualClock::new())
@@ -26,12 +30,23 @@ fn gcra_table(burst: u64) -> ExactKeyedLimiter<u64, Gcra, ManualClock> {
         .unwrap()
 }
 
+/// The same with `Hashed` keys (lookups go through the bucket's hint word), and a fixed hash
+/// seed so that every execution of a model is the same program.
+fn hashed_gcra_table() -> Table<Hashed> {
+    KeyedLimiter::builder(Gcra::per_second(1).unwrap().with_burst(2).unwrap())
+        .capacity(1)
+        .shards(1)
+        .seed(7)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap()
+}
+
 /// Two threads insert the same new key at once: one entry results, and both admissions count
 /// against it (a third unit is denied; with two entries it would pass).
-#[test]
-fn concurrent_inserts_of_one_key_make_one_entry() {
-    explore("keyed: two inserts of one new key", 3, || {
-        let table = Arc::new(gcra_table(2));
+fn two_inserts_of_one_key_make_one_entry<M: KeyMode<u64>>(name: &str, new_table: fn() -> Table<M>) {
+    explore(name, 3, move || {
+        let table = Arc::new(new_table());
         let handles: Vec<_> = (0..2)
             .map(|_| {
                 let table = Arc::clone(&table);
@@ -53,8 +68,23 @@ fn concurrent_inserts_of_one_key_make_one_entry() {
     });
 }
 
+#[test]
+fn concurrent_inserts_of_one_key_make_one_entry() {
+    two_inserts_of_one_key_make_one_entry("keyed: two inserts of one new key", gcra_table);
+}
+
+/// As above, through the hinted lookup: a checker that misses the new key's hint falls back to
+/// the locked path and finds the entry there.
+#[test]
+fn hashed_keys_concurrent_inserts_make_one_entry() {
+    two_inserts_of_one_key_make_one_entry(
+        "keyed (hashed): two inserts of one new key",
+        hashed_gcra_table,
+    );
+}
+
 /// Fills the 8 slots with keys 100..108, each having used one unit at time 0 (fresh again at 1 s).
-fn fill(table: &ExactKeyedLimiter<u64, Gcra, ManualClock>) {
+fn fill<M: KeyMode<u64>>(table: &Table<M>) {
     for key in 100..108 {
         assert!(table.check_key_at(&key, 0).is_allowed());
     }
@@ -65,10 +95,12 @@ fn fill(table: &ExactKeyedLimiter<u64, Gcra, ManualClock>) {
 /// key 100's) while another thread checks key 100. Whatever the interleaving: no admission is
 /// lost (key 100 and the new key each show exactly one unit used), and no slot ends up serving
 /// two keys (each key's remaining capacity is its own).
-#[test]
-fn insert_reclaiming_a_slot_races_with_a_check_of_its_old_key() {
-    explore("keyed: reclaim vs check of the old key", 2, || {
-        let table = Arc::new(gcra_table(2));
+fn reclaim_races_with_a_check_of_the_old_key<M: KeyMode<u64>>(
+    name: &str,
+    new_table: fn() -> Table<M>,
+) {
+    explore(name, 2, move || {
+        let table = Arc::new(new_table());
         fill(&table);
         let now = SECOND_NS;
         let checker = {
@@ -101,12 +133,27 @@ fn insert_reclaiming_a_slot_races_with_a_check_of_its_old_key() {
     });
 }
 
+#[test]
+fn insert_reclaiming_a_slot_races_with_a_check_of_its_old_key() {
+    reclaim_races_with_a_check_of_the_old_key("keyed: reclaim vs check of the old key", gcra_table);
+}
+
+/// As above, with hinted lookups: the reclaim rewrites the slot's hint while the old key's check
+/// may be reading it.
+#[test]
+fn hashed_keys_reclaim_races_with_a_check_of_the_old_key() {
+    reclaim_races_with_a_check_of_the_old_key(
+        "keyed (hashed): reclaim vs check of the old key",
+        hashed_gcra_table,
+    );
+}
+
 /// Two new keys race for the reclaimable slots while a third thread checks a present key that
 /// is live (not reclaimable): the live key's entry is never taken, and every admission counts.
 #[test]
 fn two_inserts_reclaiming_while_a_live_key_is_checked() {
     explore("keyed: two reclaims vs a live key", 2, || {
-        let table = Arc::new(gcra_table(2));
+        let table = Arc::new(gcra_table());
         fill(&table);
         let now = SECOND_NS;
         // Key 100 uses its second unit at 1 s: live (not fresh) until 2 s.
@@ -159,67 +206,5 @@ fn checks_of_a_present_key_admit_exactly_the_limit() {
             .count();
         assert_eq!(admitted, 1, "limit 2, one unit already used");
         assert_eq!(table.peek_key_at(&1u64, 1).remaining(), 0);
-    });
-}
-
-/// A one-bucket table of `Hashed` keys (the lookup goes through the bucket's hint word), with a
-/// fixed hash seed so that every execution of the model is the same program.
-fn hashed_gcra_table(burst: u64) -> KeyedLimiter<u64, Gcra, ManualClock> {
-    let quota = Gcra::per_second(1).unwrap().with_burst(burst).unwrap();
-    KeyedLimiter::builder(quota)
-        .capacity(1)
-        .shards(1)
-        .seed(7)
-        .clock(ManualClock::new())
-        .build()
-        .unwrap()
-}
-
-/// As `concurrent_inserts_of_one_key_make_one_entry`, through the hinted lookup: a checker
-/// that misses the new key's hint falls back to the locked path and finds the entry there.
-#[test]
-fn hashed_keys_concurrent_inserts_make_one_entry() {
-    explore("keyed (hashed): two inserts of one new key", 3, || {
-        let table = Arc::new(hashed_gcra_table(2));
-        let handles: Vec<_> = (0..2)
-            .map(|_| {
-                let table = Arc::clone(&table);
-                thread::spawn(move || table.check_key_at(&7, 0).is_allowed())
-            })
-            .collect();
-        for handle in handles {
-            assert!(handle.join().unwrap());
-        }
-        assert_eq!(table.stats().inserts, 1);
-        assert!(table.check_key_at(&7, 0).is_denied());
-    });
-}
-
-/// As `insert_reclaiming_a_slot_races_with_a_check_of_its_old_key`, with hinted lookups: the
-/// reclaim rewrites the slot's hint while the old key's check may be reading it.
-#[test]
-fn hashed_keys_reclaim_races_with_a_check_of_the_old_key() {
-    explore("keyed (hashed): reclaim vs check of the old key", 2, || {
-        let table = Arc::new(hashed_gcra_table(2));
-        for key in 100..108u64 {
-            assert!(table.check_key_at(&key, 0).is_allowed());
-        }
-        let now = SECOND_NS;
-        let checker = {
-            let table = Arc::clone(&table);
-            thread::spawn(move || table.check_key_at(&100, now).is_allowed())
-        };
-        let inserter = {
-            let table = Arc::clone(&table);
-            thread::spawn(move || table.check_key_at(&200, now).is_allowed())
-        };
-        assert!(checker.join().unwrap());
-        assert!(inserter.join().unwrap());
-        for key in [100, 200] {
-            assert_eq!(table.peek_key_at(&key, now).remaining(), 1, "key {key}");
-        }
-        for key in 101..108 {
-            assert_eq!(table.peek_key_at(&key, now).remaining(), 2, "key {key}");
-        }
     });
 }
