@@ -17,8 +17,13 @@
 //!
 //! Run: `cargo bench --bench direct` (add `-- --measurement-time 3` for longer samples).
 
+#[path = "shared/direct_quotas.rs"]
+mod direct_quotas;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crossbeam_utils::CachePadded;
+use direct_quotas::{
+    generous_fixed_window, generous_gcra, generous_sliding_window, governor_generous_quota,
+};
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
 use nanolimit::{
     Algorithm, Clock, FixedWindow, Gcra, Limiter, QuantaClock, SlidingWindow, UpkeepClock,
@@ -38,28 +43,6 @@ const UPKEEP_INTERVAL: Duration = UpkeepClock::DEFAULT_INTERVAL;
 /// Checks run after each benchmark to confirm it measured the outcome it is named after.
 const OUTCOME_CHECKS: u32 = 100_000;
 
-/// One unit per nanosecond, bursts of 10^9: no single thread can exhaust it.
-fn generous_gcra() -> Gcra {
-    Gcra::per_second(1_000_000_000)
-        .and_then(|quota| quota.with_burst(1_000_000_000))
-        .expect("valid quota")
-}
-
-/// About 1,000 units per microsecond over 1 ms windows: no single thread can exhaust it.
-fn generous_sliding_window() -> SlidingWindow {
-    SlidingWindow::new(
-        nanolimit::sliding_window::MAX_LIMIT,
-        Duration::from_millis(1),
-    )
-    .expect("valid quota")
-}
-
-/// About 16,000 units per microsecond over 1 ms windows: no single thread can exhaust it.
-fn generous_fixed_window() -> FixedWindow {
-    FixedWindow::new(nanolimit::fixed_window::MAX_LIMIT, Duration::from_millis(1))
-        .expect("valid quota")
-}
-
 /// One unit per hour: after the first check, every check within the hour is denied.
 fn governor_saturated() -> governor::DefaultDirectRateLimiter {
     let limiter = governor::RateLimiter::direct(governor::Quota::per_hour(NonZeroU32::MIN));
@@ -68,10 +51,6 @@ fn governor_saturated() -> governor::DefaultDirectRateLimiter {
         "the first check consumes the quota"
     );
     limiter
-}
-
-fn governor_generous_quota() -> governor::Quota {
-    governor::Quota::per_second(NonZeroU32::new(1_000_000_000).expect("non-zero"))
 }
 
 /// Panics unless `OUTCOME_CHECKS` further checks all come out `expected_allowed`.

@@ -12,6 +12,11 @@
 //! no arguments to list the cases. Each run verifies that every call had the outcome the case is
 //! named after, and exits non-zero otherwise.
 
+#[path = "../benches/shared/direct_quotas.rs"]
+mod direct_quotas;
+use direct_quotas::{
+    generous_fixed_window, generous_gcra, generous_sliding_window, governor_generous_quota,
+};
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
 use nanolimit::{
     Algorithm, Clock, FixedWindow, Gcra, Limiter, QuantaClock, SlidingWindow, UpkeepClock,
@@ -20,7 +25,6 @@ use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 /// How far the caller-supplied clock moves between two checks (see `benches/direct.rs`).
 const CALLER_TIME_STEP_NS: u64 = 4;
@@ -76,29 +80,6 @@ fn measured_loop(iterations: u64, mut call: impl FnMut() -> bool) -> u64 {
         true_count += u64::from(call());
     }
     true_count
-}
-
-fn generous_gcra() -> Gcra {
-    Gcra::per_second(1_000_000_000)
-        .and_then(|quota| quota.with_burst(1_000_000_000))
-        .expect("valid quota")
-}
-
-fn generous_sliding_window() -> SlidingWindow {
-    SlidingWindow::new(
-        nanolimit::sliding_window::MAX_LIMIT,
-        Duration::from_millis(1),
-    )
-    .expect("valid quota")
-}
-
-fn generous_fixed_window() -> FixedWindow {
-    FixedWindow::new(nanolimit::fixed_window::MAX_LIMIT, Duration::from_millis(1))
-        .expect("valid quota")
-}
-
-fn governor_generous_quota() -> governor::Quota {
-    governor::Quota::per_second(NonZeroU32::new(1_000_000_000).expect("non-zero"))
 }
 
 /// Runs one nanolimit case of an algorithm (`case` without the algorithm's prefix):

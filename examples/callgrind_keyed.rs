@@ -25,12 +25,18 @@
 //! `one_thread`'s, shows what the threads cost each other (cache-line sharing, locks). Each run verifies that every call was
 //! allowed and that the loop inserted no key, and exits non-zero otherwise.
 
+// `hot_key` runs under `Quota::Generous`, `rotate_100k` and `random_1m` under
+// `Quota::ManyKeysStayLive` (every entry stays live while the table is filled); the denied
+// cases of the benchmark are not replayed here.
+#[path = "../benches/shared/keyed_quotas.rs"]
+#[allow(dead_code)] // `Quota::OnePerHour` is used by the benchmark only.
+mod keyed_quotas;
 use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
+use keyed_quotas::Quota;
 use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock};
 use std::hash::BuildHasher;
 use std::hint::black_box;
-use std::num::NonZeroU32;
 use std::process::ExitCode;
 use std::sync::Barrier;
 use std::time::Instant;
@@ -82,38 +88,6 @@ const IMPLEMENTATIONS: &[&str] = &[
     "governor_dashmap",
     "governor_dashmap_ahash",
 ];
-
-/// The quotas of `benches/keyed.rs`: `hot_key` runs under one unit per nanosecond (bursts of
-/// 10^9), `rotate_100k` under one unit per minute (bursts of 10^6), so that every entry stays
-/// live while the table is filled.
-#[derive(Clone, Copy)]
-enum Quota {
-    Generous,
-    ManyKeysStayLive,
-}
-
-impl Quota {
-    fn nanolimit(self) -> Gcra {
-        match self {
-            Quota::Generous => Gcra::per_second(1_000_000_000)
-                .and_then(|quota| quota.with_burst(1_000_000_000))
-                .expect("valid quota"),
-            Quota::ManyKeysStayLive => Gcra::per_minute(1)
-                .and_then(|quota| quota.with_burst(1_000_000))
-                .expect("valid quota"),
-        }
-    }
-
-    fn governor(self) -> governor::Quota {
-        match self {
-            Quota::Generous => {
-                governor::Quota::per_second(NonZeroU32::new(1_000_000_000).expect("non-zero"))
-            }
-            Quota::ManyKeysStayLive => governor::Quota::per_minute(NonZeroU32::MIN)
-                .allow_burst(NonZeroU32::new(1_000_000).expect("non-zero")),
-        }
-    }
-}
 
 /// A keyed limiter under test, with `u64` keys (as in `benches/keyed.rs`).
 trait Subject: Sync + Sized {
