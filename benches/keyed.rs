@@ -28,6 +28,11 @@
 //! - `governor_dashmap`: governor's default keyed limiter (what `RateLimiter::keyed` builds: a
 //!   `DashMap` with std's SipHash `RandomState`), default clock.
 //! - `governor_dashmap_ahash`: the same map with `ahash`.
+//! - `governor_dashmap_fake_clock`, `governor_dashmap_ahash_fake_clock`: the same two on
+//!   governor's `FakeRelativeClock` (one atomic load per read) instead of a TSC read: the
+//!   like-for-like peers of nanolimit's `_caller_time` cases (governor has no API taking the
+//!   time). The clock is advanced every [`FAKE_CLOCK_ADVANCE_NS`] of caller time, so that
+//!   governor sees time move as nanolimit does (at most that far behind).
 //!
 //! Every case's outcome is verified outside the timed loop, so an "allowed" case cannot silently
 //! measure denials, nor a "present key" case measure inserts.
@@ -40,7 +45,8 @@ mod keyed_quotas;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
-use governor::clock::DefaultClock;
+use governor::clock::{DefaultClock, FakeRelativeClock};
+use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use keyed_quotas::Quota;
 use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock, WhenFull};
@@ -72,8 +78,8 @@ const RANDOM_SEQUENCE_LEN: usize = 1 << 20;
 
 /// The capacity asked of a nanolimit table that must hold `keys` keys: 25 % more. A table built
 /// with `capacity(n)` can refuse a new key before it holds `n` live ones (measured with [`Exact`]
-/// keys, a third of headroom: first refusal after 90-98 % of `n` for `n` = 100,000 and
-/// 1,000,000), and a refused key would turn a "present key" case into a slow-path one. The
+/// keys: first refusal after 85-94 % of `n` for `n` = 100,000 and 1,000,000), and a refused key
+/// would turn a "present key" case into a slow-path one. The
 /// prefill asserts that every key is stored. [`Hashed`] tables get the same margin, so both
 /// modes are sized alike.
 fn capacity_for(keys: u64) -> usize {
@@ -178,14 +184,18 @@ nanolimit_subject!(
 /// A hasher for governor's `DashMap`, named for benchmark ids.
 trait GovernorHasher: BuildHasher + Clone + Default + Send + Sync + 'static {
     const NAME: &'static str;
+    /// The name of governor's limiter with this hasher on its fake clock.
+    const FAKE_CLOCK_NAME: &'static str;
 }
 
 impl GovernorHasher for std::hash::RandomState {
     const NAME: &'static str = "governor_dashmap";
+    const FAKE_CLOCK_NAME: &'static str = "governor_dashmap_fake_clock";
 }
 
 impl GovernorHasher for ahash::RandomState {
     const NAME: &'static str = "governor_dashmap_ahash";
+    const FAKE_CLOCK_NAME: &'static str = "governor_dashmap_ahash_fake_clock";
 }
 
 type GovernorKeyed<S> = governor::RateLimiter<u64, DashMapStateStore<u64, S>, DefaultClock>;
@@ -226,6 +236,64 @@ impl<S: GovernorHasher> Subject for GovernorKeyed<S> {
     }
 }
 
+/// How often (in caller time) the governor fake-clock cases advance their clock, and by how
+/// much: every 1,024 calls. Advancing is a compare-and-swap loop, so it is not done per call.
+const FAKE_CLOCK_ADVANCE_NS: u64 = 1_024 * CALLER_TIME_STEP_NS;
+
+/// governor's keyed limiter on its fake clock, moved forward with the caller's time.
+struct GovernorFakeClock<S: GovernorHasher>(
+    governor::RateLimiter<
+        u64,
+        DashMapStateStore<u64, S>,
+        FakeRelativeClock,
+        NoOpMiddleware<governor::nanos::Nanos>,
+    >,
+);
+
+impl<S: GovernorHasher> Subject for GovernorFakeClock<S> {
+    const NAME: &'static str = S::FAKE_CLOCK_NAME;
+
+    /// Unbounded, like [`GovernorKeyed`]: `capacity` is ignored.
+    fn build(quota: Quota, _capacity: usize) -> Self {
+        GovernorFakeClock(governor::RateLimiter::new(
+            quota.governor(),
+            DashMapStateStore::with_hasher(S::default()),
+            FakeRelativeClock::default(),
+        ))
+    }
+
+    #[inline]
+    fn check(&self, key: u64, now_ns: u64) -> bool {
+        if now_ns % FAKE_CLOCK_ADVANCE_NS == 0 {
+            self.0
+                .clock()
+                .advance(Duration::from_nanos(FAKE_CLOCK_ADVANCE_NS));
+        }
+        self.0.check_key(&key).is_ok()
+    }
+
+    fn stored_keys(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn untracked_new_keys(&self) -> u64 {
+        0
+    }
+
+    /// As for [`GovernorKeyed`].
+    fn sweep(&self) {
+        if self.0.len() > NEW_KEY_TABLE_CAPACITY {
+            self.0.retain_recent();
+            assert!(
+                self.0.len() <= NEW_KEY_TABLE_CAPACITY,
+                "{}: the sweep left {} keys",
+                Self::NAME,
+                self.0.len()
+            );
+        }
+    }
+}
+
 type DefaultHasher = std::hash::RandomState;
 
 /// Runs `body` once for each implementation, in a fixed order.
@@ -237,6 +305,8 @@ macro_rules! for_each_subject {
         $body::<KeyedLimiter<u64, Gcra, ManualClock, Exact>>($($argument),*);
         $body::<GovernorKeyed<DefaultHasher>>($($argument),*);
         $body::<GovernorKeyed<ahash::RandomState>>($($argument),*);
+        $body::<GovernorFakeClock<DefaultHasher>>($($argument),*);
+        $body::<GovernorFakeClock<ahash::RandomState>>($($argument),*);
     };
 }
 

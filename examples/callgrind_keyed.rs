@@ -31,7 +31,8 @@
 #[path = "../benches/shared/keyed_quotas.rs"]
 #[allow(dead_code)] // `Quota::OnePerHour` is used by the benchmark only.
 mod keyed_quotas;
-use governor::clock::DefaultClock;
+use governor::clock::{DefaultClock, FakeRelativeClock};
+use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use keyed_quotas::Quota;
 use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock};
@@ -87,6 +88,8 @@ const IMPLEMENTATIONS: &[&str] = &[
     "nanolimit_exact_caller_time",
     "governor_dashmap",
     "governor_dashmap_ahash",
+    "governor_dashmap_fake_clock",
+    "governor_dashmap_ahash_fake_clock",
 ];
 
 /// A keyed limiter under test, with `u64` keys (as in `benches/keyed.rs`).
@@ -178,6 +181,45 @@ impl<S: BuildHasher + Clone + Default + Send + Sync> Subject for GovernorKeyed<S
 
     fn stored_keys(&self) -> u64 {
         self.len() as u64
+    }
+}
+
+/// How often (in caller time) the governor fake-clock cases advance their clock, and by how
+/// much (as in `benches/keyed.rs`): every 1,024 calls.
+const FAKE_CLOCK_ADVANCE_NS: u64 = 1_024 * CALLER_TIME_STEP_NS;
+
+/// governor's keyed limiter on its `FakeRelativeClock` (one atomic load per read), moved forward
+/// with the caller's time: the like-for-like peer of the `_caller_time` cases.
+struct GovernorFakeClock<S: BuildHasher + Clone>(
+    governor::RateLimiter<
+        u64,
+        DashMapStateStore<u64, S>,
+        FakeRelativeClock,
+        NoOpMiddleware<governor::nanos::Nanos>,
+    >,
+);
+
+impl<S: BuildHasher + Clone + Default + Send + Sync> Subject for GovernorFakeClock<S> {
+    fn build(quota: Quota, _capacity: usize) -> Self {
+        GovernorFakeClock(governor::RateLimiter::new(
+            quota.governor(),
+            DashMapStateStore::with_hasher(S::default()),
+            FakeRelativeClock::default(),
+        ))
+    }
+
+    #[inline]
+    fn check(&self, key: u64, now_ns: u64) -> bool {
+        if now_ns % FAKE_CLOCK_ADVANCE_NS == 0 {
+            self.0
+                .clock()
+                .advance(std::time::Duration::from_nanos(FAKE_CLOCK_ADVANCE_NS));
+        }
+        self.0.check_key(&key).is_ok()
+    }
+
+    fn stored_keys(&self) -> u64 {
+        self.0.len() as u64
     }
 }
 
@@ -374,6 +416,12 @@ fn run_case(case: &str, iterations: u64) -> Result<(), String> {
         }
         "governor_dashmap" => run::<GovernorKeyed<std::hash::RandomState>>(pattern, iterations),
         "governor_dashmap_ahash" => run::<GovernorKeyed<ahash::RandomState>>(pattern, iterations),
+        "governor_dashmap_fake_clock" => {
+            run::<GovernorFakeClock<std::hash::RandomState>>(pattern, iterations)
+        }
+        "governor_dashmap_ahash_fake_clock" => {
+            run::<GovernorFakeClock<ahash::RandomState>>(pattern, iterations)
+        }
         _ => Err(format!("unknown implementation {implementation:?}")),
     }
 }

@@ -14,18 +14,21 @@
 //! | key mode | identity | slot | slots per key of capacity | bytes per key of capacity |
 //! |---|---|---|---|---|
 //! | [`Hashed`] (default) | the key's 64-bit seeded hash | `[hash, state]`, 16 B, + a 1-byte hint | 1.5 | 25.5 |
-//! | [`Exact`] | the key itself, up to 128 bits | `[low, high, state]`, 24 B | 1.33 | 32 |
+//! | [`Exact`] | the key itself, up to 128 bits | `[low, high, state]`, 24 B, + a 1-byte hint | 1.25 | 31.25 |
 //!
-//! With [`Hashed`] keys the state word sits in the same cache line as the key's tag, and each
-//! bucket has a word of one-byte hints (from hash bits not used for placement): a lookup
-//! compares the eight hints at once and reads only the slots that match, so it touches the
-//! hint line and, usually, one slot line rather than every slot of two buckets.
+//! Each bucket has a word of one-byte hints (from hash bits not used for placement), kept in a
+//! dense array beside the buckets: a lookup compares the eight hints of a bucket at once and
+//! reads only the slots that match, so it touches the hint word and, usually, one slot rather
+//! than every slot of two buckets (with [`Exact`] keys the two buckets span six cache lines).
+//! The state word sits in the same cache line as the key's identity, except for two of the
+//! eight 24-byte [`Exact`] slots of a bucket, which straddle a line boundary.
 //!
 //! A key may only use the 16 slots of its two buckets, hence the headroom. A new key goes to the
 //! bucket with more vacant slots, and reuses a fresh-equivalent entry only when neither has one.
-//! Measured first refusal of a new key while filling a table with live keys: [`Hashed`], at
-//! 105–108 % of capacity (none up to capacity); [`Exact`], at 91–101 % of capacity — size exact
-//! tables about 10 % above the live keys you expect, or use [`WhenFull::Allow`].
+//! Measured first refusal of a new key while filling a table with live keys (random keys, five
+//! seeds, capacities 10^5 and 10^6): [`Hashed`], at 105–108 % of capacity (none up to
+//! capacity); [`Exact`], at 85–94 % of capacity (at 100–106 % for a 1,000-key table) — size
+//! exact tables about 15 % above the live keys you expect, or use [`WhenFull::Allow`].
 //!
 //! # Slot protocol
 //!
@@ -302,7 +305,7 @@ impl<T: ExactKey + ?Sized> ExactKey for &T {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Hashed;
 
-/// Key mode: integer keys up to 128 bits are stored exactly (32 bytes per key).
+/// Key mode: integer keys up to 128 bits are stored exactly (31.25 bytes per key).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Exact;
 
@@ -315,8 +318,6 @@ mod slot {
     pub trait SlotOps: Send + Sync + Sized {
         /// The table allocates `capacity + capacity / HEADROOM_DIVISOR` slots.
         const HEADROOM_DIVISOR: usize;
-        /// Whether buckets of these slots keep a word of one-byte key hints (see `Shard`).
-        const HINTED: bool;
         /// The identity words of a key.
         type Identity: Copy + Eq;
         /// A slot holding no key.
@@ -338,13 +339,11 @@ mod slot {
 
     impl<const WORDS: usize> SlotOps for Slot<WORDS> {
         type Identity = [u64; WORDS];
-        /// Half again as many slots for one-word (16-byte) slots: 25.5 bytes per key with hints, the first
-        /// refusal above capacity; a third more for two-word (24-byte) slots: 32 bytes per key,
-        /// the first refusal at 91–101 % of capacity (module docs).
-        const HEADROOM_DIVISOR: usize = if WORDS == 1 { 2 } else { 3 };
-        /// One-word slots get hints (1 byte per slot: 25.5 bytes per key); two-word slots do not
-        /// (they would exceed 32 bytes per key).
-        const HINTED: bool = WORDS == 1;
+        /// With one-byte hints: half again as many one-word (16-byte) slots, 25.5 bytes per
+        /// key, the first refusal above capacity; a quarter more two-word (24-byte) slots, 31.25
+        /// bytes per key (a third more would exceed 32), the first refusal at 85–94 % of
+        /// capacity (module docs).
+        const HEADROOM_DIVISOR: usize = if WORDS == 1 { 2 } else { 4 };
 
         fn vacant() -> Self {
             Slot {
@@ -424,9 +423,9 @@ struct Bucket<S> {
 #[derive(Debug)]
 struct Shard<S> {
     buckets: Box<[Bucket<S>]>,
-    /// For hinted slot types, one word per bucket: byte `i` is a one-byte hint of the key in
-    /// slot `i` (0: none). A lookup compares all eight at once and reads only the slots whose
-    /// hint matches: one line of hints and, usually, one slot, instead of the whole bucket.
+    /// One word per bucket: byte `i` is a one-byte hint of the key in slot `i` (0: none). A
+    /// lookup compares all eight at once and reads only the slots whose hint matches: one word
+    /// of hints and, usually, one slot, instead of the whole bucket.
     /// Hints are written under the insert lock before the slot is published; they only filter,
     /// the identity words decide (a stale hint costs a trip to the locked slow path, which
     /// scans every slot).
@@ -523,9 +522,7 @@ impl<S: SlotOps> Table<S> {
                             slots: core::array::from_fn(|_| S::vacant()),
                         })
                         .collect(),
-                    hints: (0..if S::HINTED { buckets_per_shard } else { 0 })
-                        .map(|_| AtomicU64::new(0))
-                        .collect(),
+                    hints: (0..buckets_per_shard).map(|_| AtomicU64::new(0)).collect(),
                     insert_lock: Mutex::new(()),
                     inserts: AtomicU64::new(0),
                     reclaims: AtomicU64::new(0),
@@ -557,19 +554,10 @@ impl<S: SlotOps> Table<S> {
         }
     }
 
-    /// The slot holding `identity` and the state observed in it, if any.
+    /// The slot holding `identity` and the state observed in it, if any, reading only the slots
+    /// whose hint matches (the lock-free lookup).
     #[inline]
     fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
-        if S::HINTED {
-            self.find_hinted(placement, identity)
-        } else {
-            self.find_exhaustive(placement, identity)
-        }
-    }
-
-    /// [`find`](Self::find), reading only the slots whose hint matches.
-    #[inline]
-    fn find_hinted(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
         let shard = &self.shards[placement.shard];
         let hint_in_every_byte = u64::from(placement.hint) * BYTES_ONES;
         placement.probe(|bucket| {
@@ -591,7 +579,8 @@ impl<S: SlotOps> Table<S> {
         })
     }
 
-    /// [`find`](Self::find), reading every candidate slot.
+    /// [`find`](Self::find), reading every candidate slot, whatever the hints say (under the
+    /// insert lock, where a stale hint must not hide a key).
     #[inline]
     fn find_exhaustive(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
         // Plain loops rather than an iterator chain, which compiled to an out-of-line fold of
@@ -618,9 +607,6 @@ impl<S: SlotOps> Table<S> {
     /// Records `placement`'s hint for `slot`, one of its candidates. Under the insert lock, before
     /// the slot is published.
     fn set_hint(&self, placement: Placement, slot: &S) {
-        if !S::HINTED {
-            return;
-        }
         let shard = &self.shards[placement.shard];
         for bucket in placement.buckets() {
             if let Some(index) = shard.buckets[bucket]
@@ -687,11 +673,7 @@ impl<S: SlotOps> Table<S> {
     }
 
     fn memory_bytes(&self) -> usize {
-        let hints_per_shard = if S::HINTED {
-            self.buckets_per_shard as usize
-        } else {
-            0
-        };
+        let hints_per_shard = self.buckets_per_shard as usize;
         self.shards.len()
             * (core::mem::size_of::<CachePadded<Shard<S>>>()
                 + self.buckets_per_shard as usize * core::mem::size_of::<Bucket<S>>()
@@ -748,7 +730,7 @@ pub struct KeyedLimiter<K: ?Sized, A: Algorithm, C: Clock = QuantaClock, M: KeyM
 ///         .build()?;
 /// assert!(limiter.check_key(&Ipv6Addr::LOCALHOST).is_allowed());
 /// assert!(limiter.check_key(&Ipv6Addr::LOCALHOST).is_denied());
-/// assert_eq!(limiter.bytes_per_key(), 32);
+/// assert_eq!(limiter.bytes_per_key(), 31);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub type ExactKeyedLimiter<K, A, C = QuantaClock> = KeyedLimiter<K, A, C, Exact>;
@@ -830,9 +812,9 @@ impl<K: Hash + ?Sized, A: Algorithm> KeyedLimiter<K, A, QuantaClock, Hashed> {
 
 impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
     /// How many live keys the table is sized for (see the module docs for when the first new
-    /// key may be refused). It allocates a half ([`Hashed`]) or a third
-    /// ([`Exact`]) more slots as headroom
-    /// (see [`KeyedLimiter::slots`]), once, at [`build`](Self::build); memory never grows.
+    /// key may be refused). It allocates a half ([`Hashed`]) or a quarter ([`Exact`]) more
+    /// slots as headroom (see [`KeyedLimiter::slots`]), once, at [`build`](Self::build);
+    /// memory never grows.
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
         self
@@ -940,7 +922,7 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
     }
 
     /// How many slots the table has: the capacity plus its headroom (a half for [`Hashed`]
-    /// keys, a third for [`Exact`] ones), rounded up to whole buckets.
+    /// keys, a quarter for [`Exact`] ones), rounded up to whole buckets.
     pub fn slots(&self) -> usize {
         self.table.slot_count()
     }
