@@ -31,8 +31,8 @@
 //! - `governor_dashmap_fake_clock`, `governor_dashmap_ahash_fake_clock`: the same two on
 //!   governor's `FakeRelativeClock` (one atomic load per read) instead of a TSC read: the
 //!   like-for-like peers of nanolimit's `_caller_time` cases (governor has no API taking the
-//!   time). The clock is advanced every [`FAKE_CLOCK_ADVANCE_NS`] of caller time, so that
-//!   governor sees time move as nanolimit does (at most that far behind).
+//!   time). The clock is advanced every `FAKE_CLOCK_ADVANCE_NS` of caller time
+//!   (`shared/governor_fake_clock.rs`), so that governor sees time move as nanolimit does.
 //!
 //! Every case's outcome is verified outside the timed loop, so an "allowed" case cannot silently
 //! measure denials, nor a "present key" case measure inserts.
@@ -40,14 +40,16 @@
 //! Run: `cargo bench --bench keyed` (about 3 minutes); one group: `cargo bench --bench keyed --
 //! two_threads`. Instruction counts under callgrind: `examples/callgrind_keyed.rs`.
 
+#[path = "shared/governor_fake_clock.rs"]
+mod governor_fake_clock;
 #[path = "shared/keyed_quotas.rs"]
 mod keyed_quotas;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
-use governor::clock::{DefaultClock, FakeRelativeClock};
-use governor::middleware::NoOpMiddleware;
+use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
+use governor_fake_clock::GovernorFakeClock;
 use keyed_quotas::Quota;
 use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock, WhenFull};
 use rand::rngs::StdRng;
@@ -236,40 +238,17 @@ impl<S: GovernorHasher> Subject for GovernorKeyed<S> {
     }
 }
 
-/// How often (in caller time) the governor fake-clock cases advance their clock, and by how
-/// much: every 1,024 calls. Advancing is a compare-and-swap loop, so it is not done per call.
-const FAKE_CLOCK_ADVANCE_NS: u64 = 1_024 * CALLER_TIME_STEP_NS;
-
-/// governor's keyed limiter on its fake clock, moved forward with the caller's time.
-struct GovernorFakeClock<S: GovernorHasher>(
-    governor::RateLimiter<
-        u64,
-        DashMapStateStore<u64, S>,
-        FakeRelativeClock,
-        NoOpMiddleware<governor::nanos::Nanos>,
-    >,
-);
-
 impl<S: GovernorHasher> Subject for GovernorFakeClock<S> {
     const NAME: &'static str = S::FAKE_CLOCK_NAME;
 
     /// Unbounded, like [`GovernorKeyed`]: `capacity` is ignored.
     fn build(quota: Quota, _capacity: usize) -> Self {
-        GovernorFakeClock(governor::RateLimiter::new(
-            quota.governor(),
-            DashMapStateStore::with_hasher(S::default()),
-            FakeRelativeClock::default(),
-        ))
+        GovernorFakeClock::new(quota.governor())
     }
 
     #[inline]
     fn check(&self, key: u64, now_ns: u64) -> bool {
-        if now_ns % FAKE_CLOCK_ADVANCE_NS == 0 {
-            self.0
-                .clock()
-                .advance(Duration::from_nanos(FAKE_CLOCK_ADVANCE_NS));
-        }
-        self.0.check_key(&key).is_ok()
+        GovernorFakeClock::check(self, key, now_ns)
     }
 
     fn stored_keys(&self) -> u64 {

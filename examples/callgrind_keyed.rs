@@ -28,12 +28,14 @@
 // `hot_key` runs under `Quota::Generous`, `rotate_100k` and `random_1m` under
 // `Quota::ManyKeysStayLive` (every entry stays live while the table is filled); the denied
 // cases of the benchmark are not replayed here.
+#[path = "../benches/shared/governor_fake_clock.rs"]
+mod governor_fake_clock;
 #[path = "../benches/shared/keyed_quotas.rs"]
 #[allow(dead_code)] // `Quota::OnePerHour` is used by the benchmark only.
 mod keyed_quotas;
-use governor::clock::{DefaultClock, FakeRelativeClock};
-use governor::middleware::NoOpMiddleware;
+use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
+use governor_fake_clock::GovernorFakeClock;
 use keyed_quotas::Quota;
 use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock};
 use std::hash::BuildHasher;
@@ -184,38 +186,14 @@ impl<S: BuildHasher + Clone + Default + Send + Sync> Subject for GovernorKeyed<S
     }
 }
 
-/// How often (in caller time) the governor fake-clock cases advance their clock, and by how
-/// much (as in `benches/keyed.rs`): every 1,024 calls.
-const FAKE_CLOCK_ADVANCE_NS: u64 = 1_024 * CALLER_TIME_STEP_NS;
-
-/// governor's keyed limiter on its `FakeRelativeClock` (one atomic load per read), moved forward
-/// with the caller's time: the like-for-like peer of the `_caller_time` cases.
-struct GovernorFakeClock<S: BuildHasher + Clone>(
-    governor::RateLimiter<
-        u64,
-        DashMapStateStore<u64, S>,
-        FakeRelativeClock,
-        NoOpMiddleware<governor::nanos::Nanos>,
-    >,
-);
-
 impl<S: BuildHasher + Clone + Default + Send + Sync> Subject for GovernorFakeClock<S> {
     fn build(quota: Quota, _capacity: usize) -> Self {
-        GovernorFakeClock(governor::RateLimiter::new(
-            quota.governor(),
-            DashMapStateStore::with_hasher(S::default()),
-            FakeRelativeClock::default(),
-        ))
+        GovernorFakeClock::new(quota.governor())
     }
 
     #[inline]
     fn check(&self, key: u64, now_ns: u64) -> bool {
-        if now_ns % FAKE_CLOCK_ADVANCE_NS == 0 {
-            self.0
-                .clock()
-                .advance(std::time::Duration::from_nanos(FAKE_CLOCK_ADVANCE_NS));
-        }
-        self.0.check_key(&key).is_ok()
+        GovernorFakeClock::check(self, key, now_ns)
     }
 
     fn stored_keys(&self) -> u64 {

@@ -9,7 +9,9 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use nanolimit::{Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, SlidingWindow};
+use nanolimit::{
+    Algorithm, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, SlidingWindow,
+};
 use nanolimit_loom_tests::explore;
 use std::time::Duration;
 
@@ -18,9 +20,9 @@ const SECOND_NS: u64 = 1_000_000_000;
 /// A keyed GCRA table with `u64` keys stored as `M` says.
 type Table<M> = KeyedLimiter<u64, Gcra, ManualClock, M>;
 
-/// A one-bucket table (8 slots) of GCRA state, burst 2, one unit per second, `Exact` keys.
-fn gcra_table() -> Table<Exact> {
-    KeyedLimiter::builder(Gcra::per_second(1).unwrap().with_burst(2).unwrap())
+/// A one-bucket table (8 slots) under `quota`, `Exact` keys.
+fn one_bucket_table<A: Algorithm>(quota: A) -> KeyedLimiter<u64, A, ManualClock, Exact> {
+    KeyedLimiter::builder(quota)
         .capacity(1)
         .shards(1)
         .seed(7)
@@ -28,6 +30,27 @@ fn gcra_table() -> Table<Exact> {
         .exact_keys()
         .build()
         .unwrap()
+}
+
+/// A one-bucket table (8 slots) of GCRA state, burst 2, one unit per second, `Exact` keys.
+fn gcra_table() -> Table<Exact> {
+    one_bucket_table(Gcra::per_second(1).unwrap().with_burst(2).unwrap())
+}
+
+/// Checks `key` at `now_ns` from `threads` threads at once; their decisions, allowed or not.
+fn concurrent_checks<A: Algorithm>(
+    table: &Arc<KeyedLimiter<u64, A, ManualClock, Exact>>,
+    threads: usize,
+    key: u64,
+    now_ns: u64,
+) -> Vec<bool> {
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let table = Arc::clone(table);
+            thread::spawn(move || table.check_key_at(&key, now_ns).is_allowed())
+        })
+        .collect();
+    handles.into_iter().map(|t| t.join().unwrap()).collect()
 }
 
 /// The same with `Hashed` keys.
@@ -182,26 +205,10 @@ fn two_inserts_reclaiming_while_a_live_key_is_checked() {
 fn checks_of_a_present_key_admit_exactly_the_limit() {
     explore("keyed: three checkers on one key", 2, || {
         let quota = SlidingWindow::new(2, Duration::from_secs(1)).unwrap();
-        let table = Arc::new(
-            KeyedLimiter::builder(quota)
-                .capacity(1)
-                .shards(1)
-                .seed(7)
-                .clock(ManualClock::new())
-                .exact_keys()
-                .build()
-                .unwrap(),
-        );
+        let table = Arc::new(one_bucket_table(quota));
         assert!(table.check_key_at(&1u64, 0).is_allowed());
-        let threads: Vec<_> = (0..3)
-            .map(|_| {
-                let table = Arc::clone(&table);
-                thread::spawn(move || table.check_key_at(&1u64, 1).is_allowed())
-            })
-            .collect();
-        let admitted = threads
+        let admitted = concurrent_checks(&table, 3, 1, 1)
             .into_iter()
-            .map(|t| t.join().unwrap())
             .filter(|&allowed| allowed)
             .count();
         assert_eq!(admitted, 1, "limit 2, one unit already used");
@@ -215,25 +222,12 @@ fn checks_of_a_present_key_admit_exactly_the_limit() {
 #[test]
 fn a_check_that_loses_a_race_retries_instead_of_denying() {
     explore("keyed: two checkers, room for both", 3, || {
-        let table = Arc::new(
-            KeyedLimiter::builder(Gcra::per_second(1).unwrap().with_burst(3).unwrap())
-                .capacity(1)
-                .shards(1)
-                .seed(7)
-                .clock(ManualClock::new())
-                .exact_keys()
-                .build()
-                .unwrap(),
-        );
+        let table = Arc::new(one_bucket_table(
+            Gcra::per_second(1).unwrap().with_burst(3).unwrap(),
+        ));
         assert!(table.check_key_at(&1u64, 0).is_allowed());
-        let threads: Vec<_> = (0..2)
-            .map(|_| {
-                let table = Arc::clone(&table);
-                thread::spawn(move || table.check_key_at(&1u64, 0).is_allowed())
-            })
-            .collect();
-        for thread in threads {
-            assert!(thread.join().unwrap(), "burst 3, one unit used: both fit");
+        for allowed in concurrent_checks(&table, 2, 1, 0) {
+            assert!(allowed, "burst 3, one unit used: both fit");
         }
         assert_eq!(table.peek_key_at(&1u64, 0).remaining(), 0);
         assert_eq!(table.stats().inserts, 1);
