@@ -33,11 +33,13 @@
 //!   like-for-like peers of nanolimit's `_caller_time` cases (governor has no API taking the
 //!   time). The clock is advanced every `FAKE_CLOCK_ADVANCE_NS` of caller time
 //!   (`shared/governor_fake_clock.rs`), so that governor sees time move as nanolimit does.
+//! - `nanolimit_hashed_upkeep_clock`, `governor_dashmap_upkeep_clock`: each on its upkeep clock
+//!   (coarse time from a background thread, 100 µs steps), the cheap clock each offers.
 //!
 //! Every case's outcome is verified outside the timed loop, so an "allowed" case cannot silently
 //! measure denials, nor a "present key" case measure inserts.
 //!
-//! Run: `cargo bench --bench keyed` (about 3 minutes); one group: `cargo bench --bench keyed --
+//! Run: `cargo bench --bench keyed` (about 5 minutes); one group: `cargo bench --bench keyed --
 //! two_threads`. Instruction counts under callgrind: `examples/callgrind_keyed.rs`.
 
 #[path = "shared/governor_fake_clock.rs"]
@@ -47,11 +49,14 @@ mod keyed_quotas;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
-use governor::clock::DefaultClock;
+use governor::clock::{DefaultClock, QuantaUpkeepClock};
+use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor_fake_clock::GovernorFakeClock;
 use keyed_quotas::Quota;
-use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock, WhenFull};
+use nanolimit::{
+    Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock, UpkeepClock, WhenFull,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::hash::BuildHasher;
@@ -182,6 +187,12 @@ nanolimit_subject!(
     build: |builder| builder.clock(ManualClock::new()).exact_keys(),
     check: |self, key, now_ns| self.check_key_at(&key, now_ns).is_allowed(),
 );
+nanolimit_subject!(
+    KeyedLimiter<u64, Gcra, UpkeepClock, Hashed>,
+    "nanolimit_hashed_upkeep_clock",
+    build: |builder| builder.clock(UpkeepClock::new(UpkeepClock::DEFAULT_INTERVAL)),
+    check: |self, key, _now_ns| self.check_key(&key).is_allowed(),
+);
 
 /// A hasher for governor's `DashMap`, named for benchmark ids.
 trait GovernorHasher: BuildHasher + Clone + Default + Send + Sync + 'static {
@@ -223,18 +234,9 @@ impl<S: GovernorHasher> Subject for GovernorKeyed<S> {
         0
     }
 
-    /// What governor's users run periodically: drop the entries equivalent to fresh (all of
-    /// them, under the generous quota), once the map holds as many keys as nanolimit's table.
+    /// What governor's users run periodically: see [`sweep_unbounded_map`].
     fn sweep(&self) {
-        if self.len() > NEW_KEY_TABLE_CAPACITY {
-            self.retain_recent();
-            assert!(
-                self.len() <= NEW_KEY_TABLE_CAPACITY,
-                "{}: the sweep left {} keys",
-                Self::NAME,
-                self.len()
-            );
-        }
+        sweep_unbounded_map(Self::NAME, || self.len(), || self.retain_recent());
     }
 }
 
@@ -261,15 +263,65 @@ impl<S: GovernorHasher> Subject for GovernorFakeClock<S> {
 
     /// As for [`GovernorKeyed`].
     fn sweep(&self) {
-        if self.0.len() > NEW_KEY_TABLE_CAPACITY {
-            self.0.retain_recent();
-            assert!(
-                self.0.len() <= NEW_KEY_TABLE_CAPACITY,
-                "{}: the sweep left {} keys",
-                Self::NAME,
-                self.0.len()
-            );
-        }
+        sweep_unbounded_map(Self::NAME, || self.0.len(), || self.0.retain_recent());
+    }
+}
+
+/// governor's default keyed limiter on its upkeep clock (a background thread stores the time;
+/// a read is one atomic load and a conversion), with the same interval as nanolimit's
+/// [`UpkeepClock`].
+struct GovernorUpkeep(
+    governor::RateLimiter<
+        u64,
+        DashMapStateStore<u64>,
+        QuantaUpkeepClock,
+        NoOpMiddleware<governor::clock::QuantaInstant>,
+    >,
+);
+
+impl Subject for GovernorUpkeep {
+    const NAME: &'static str = "governor_dashmap_upkeep_clock";
+
+    /// Unbounded, like [`GovernorKeyed`]: `capacity` is ignored.
+    fn build(quota: Quota, _capacity: usize) -> Self {
+        GovernorUpkeep(governor::RateLimiter::new(
+            quota.governor(),
+            DashMapStateStore::default(),
+            QuantaUpkeepClock::from_interval(UpkeepClock::DEFAULT_INTERVAL)
+                .expect("quanta upkeep thread"),
+        ))
+    }
+
+    #[inline]
+    fn check(&self, key: u64, _now_ns: u64) -> bool {
+        self.0.check_key(&key).is_ok()
+    }
+
+    fn stored_keys(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn untracked_new_keys(&self) -> u64 {
+        0
+    }
+
+    /// As for [`GovernorKeyed`].
+    fn sweep(&self) {
+        sweep_unbounded_map(Self::NAME, || self.0.len(), || self.0.retain_recent());
+    }
+}
+
+/// What governor's users run periodically, for the governor cases' `sweep`: once the map holds
+/// more keys than nanolimit's table, drop the entries equivalent to fresh (all of them, under
+/// the generous quota).
+fn sweep_unbounded_map(name: &str, len: impl Fn() -> usize, retain_recent: impl Fn()) {
+    if len() > NEW_KEY_TABLE_CAPACITY {
+        retain_recent();
+        assert!(
+            len() <= NEW_KEY_TABLE_CAPACITY,
+            "{name}: the sweep left {} keys",
+            len()
+        );
     }
 }
 
@@ -286,6 +338,8 @@ macro_rules! for_each_subject {
         $body::<GovernorKeyed<ahash::RandomState>>($($argument),*);
         $body::<GovernorFakeClock<DefaultHasher>>($($argument),*);
         $body::<GovernorFakeClock<ahash::RandomState>>($($argument),*);
+        $body::<KeyedLimiter<u64, Gcra, UpkeepClock, Hashed>>($($argument),*);
+        $body::<GovernorUpkeep>($($argument),*);
     };
 }
 
