@@ -33,19 +33,17 @@ mod governor_fake_clock;
 #[path = "../benches/shared/keyed_quotas.rs"]
 #[allow(dead_code)] // `Quota::OnePerHour` is used by the benchmark only.
 mod keyed_quotas;
-use governor::clock::DefaultClock;
-use governor::state::keyed::DashMapStateStore;
+#[path = "../benches/shared/keyed_subjects.rs"]
+#[allow(dead_code)] // Housekeeping and the upkeep-clock subjects are the benchmark's only.
+mod keyed_subjects;
 use governor_fake_clock::GovernorFakeClock;
 use keyed_quotas::Quota;
+use keyed_subjects::{GovernorKeyed, Subject, CALLER_TIME_STEP_NS};
 use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock};
-use std::hash::BuildHasher;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::sync::Barrier;
 use std::time::Instant;
-
-/// How far the caller-supplied clock moves between two checks (see `benches/keyed.rs`).
-const CALLER_TIME_STEP_NS: u64 = 4;
 
 /// The one key of `hot_key`.
 const HOT_KEY: u64 = 0x5eed_0000_0000_0042;
@@ -94,19 +92,12 @@ const IMPLEMENTATIONS: &[&str] = &[
     "governor_dashmap_ahash_fake_clock",
 ];
 
-/// A keyed limiter under test, with `u64` keys (as in `benches/keyed.rs`).
-trait Subject: Sync + Sized {
-    fn build(quota: Quota, capacity: usize) -> Self;
-    /// Checks one unit for `key`; `now_ns` is ignored by implementations reading their clock.
-    fn check(&self, key: u64, now_ns: u64) -> bool;
-    /// Keys the table holds.
-    fn stored_keys(&self) -> u64;
-}
-
 /// An implementation that checks nothing: measures the loop and the key generator.
 struct LoopOnly;
 
 impl Subject for LoopOnly {
+    const NAME: &'static str = "loop_only";
+
     fn build(_quota: Quota, _capacity: usize) -> Self {
         LoopOnly
     }
@@ -120,84 +111,9 @@ impl Subject for LoopOnly {
     fn stored_keys(&self) -> u64 {
         0
     }
-}
 
-macro_rules! nanolimit_subject {
-    (
-        $limiter:ty,
-        build: |$builder:ident| $configure:expr,
-        check: |$self_:ident, $key:ident, $now_ns:ident| $check:expr $(,)?
-    ) => {
-        impl Subject for $limiter {
-            fn build(quota: Quota, capacity: usize) -> Self {
-                let $builder =
-                    KeyedLimiter::<u64, Gcra>::builder(quota.nanolimit()).capacity(capacity);
-                $configure.build().expect("valid table")
-            }
-
-            #[inline]
-            fn check(&$self_, $key: u64, $now_ns: u64) -> bool {
-                $check
-            }
-
-            fn stored_keys(&self) -> u64 {
-                let stats = self.stats();
-                stats.inserts - stats.reclaims - stats.evictions
-            }
-        }
-    };
-}
-
-nanolimit_subject!(
-    KeyedLimiter<u64, Gcra, QuantaClock, Hashed>,
-    build: |builder| builder,
-    check: |self, key, _now_ns| self.check_key(&key).is_allowed(),
-);
-nanolimit_subject!(
-    KeyedLimiter<u64, Gcra, ManualClock, Hashed>,
-    build: |builder| builder.clock(ManualClock::new()),
-    check: |self, key, now_ns| self.check_key_at(&key, now_ns).is_allowed(),
-);
-nanolimit_subject!(
-    KeyedLimiter<u64, Gcra, QuantaClock, Exact>,
-    build: |builder| builder.exact_keys(),
-    check: |self, key, _now_ns| self.check_key(&key).is_allowed(),
-);
-nanolimit_subject!(
-    KeyedLimiter<u64, Gcra, ManualClock, Exact>,
-    build: |builder| builder.clock(ManualClock::new()).exact_keys(),
-    check: |self, key, now_ns| self.check_key_at(&key, now_ns).is_allowed(),
-);
-
-type GovernorKeyed<S> = governor::RateLimiter<u64, DashMapStateStore<u64, S>, DefaultClock>;
-
-impl<S: BuildHasher + Clone + Default + Send + Sync> Subject for GovernorKeyed<S> {
-    fn build(quota: Quota, _capacity: usize) -> Self {
-        governor::RateLimiter::dashmap_with_hasher(quota.governor(), S::default())
-    }
-
-    #[inline]
-    fn check(&self, key: u64, _now_ns: u64) -> bool {
-        self.check_key(&key).is_ok()
-    }
-
-    fn stored_keys(&self) -> u64 {
-        self.len() as u64
-    }
-}
-
-impl<S: BuildHasher + Clone + Default + Send + Sync> Subject for GovernorFakeClock<S> {
-    fn build(quota: Quota, _capacity: usize) -> Self {
-        GovernorFakeClock::new(quota.governor())
-    }
-
-    #[inline]
-    fn check(&self, key: u64, now_ns: u64) -> bool {
-        GovernorFakeClock::check(self, key, now_ns)
-    }
-
-    fn stored_keys(&self) -> u64 {
-        self.0.len() as u64
+    fn untracked_new_keys(&self) -> u64 {
+        0
     }
 }
 

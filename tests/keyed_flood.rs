@@ -399,26 +399,26 @@ fn assert_slots_are_reclaimed<M: KeyMode<u64>>(
     assert_eq!(allocations_checking, 0, "checking present keys allocated");
 }
 
-#[test]
-fn hot_key_keeps_its_exact_limit_through_a_flood_denying_new_keys_hashed() {
+/// A flood through a table (capacity [`scale`]) that denies new keys when full: the hot key
+/// keeps its exact limit, nothing allocates, every flood key is inserted or refused, live
+/// entries fill the table and expired ones are reused. `build` makes the table from its
+/// capacity and clock.
+fn assert_a_denying_table_survives_a_flood<M: KeyMode<u64>>(
+    mode: &str,
+    build: impl FnOnce(usize, ManualClock) -> KeyedLimiter<u64, Gcra, ManualClock, M>,
+) {
     let scale = scale();
     let clock = ManualClock::new();
     let limiter = build_measured(
-        || {
-            KeyedLimiter::<u64, _>::builder(quota())
-                .capacity(scale.capacity)
-                .clock(clock.clone())
-                .build()
-                .unwrap()
-        },
+        || build(scale.capacity, clock.clone()),
         scale,
         // The goal for every key mode is at most 32 bytes per key.
         32,
-        "hashed",
+        mode,
     );
     let outcome = run_flood(&limiter, &clock, scale, true);
     let stats = limiter.stats();
-    report("hashed", WhenFull::Deny, &outcome, &stats);
+    report(mode, WhenFull::Deny, &outcome, &stats);
 
     assert_hot_key_exact(&outcome, scale);
     assert_no_allocation(&outcome);
@@ -437,36 +437,26 @@ fn hot_key_keeps_its_exact_limit_through_a_flood_denying_new_keys_hashed() {
 }
 
 #[test]
+fn hot_key_keeps_its_exact_limit_through_a_flood_denying_new_keys_hashed() {
+    assert_a_denying_table_survives_a_flood("hashed", |capacity, clock| {
+        KeyedLimiter::<u64, _>::builder(quota())
+            .capacity(capacity)
+            .clock(clock)
+            .build()
+            .unwrap()
+    });
+}
+
+#[test]
 fn hot_key_keeps_its_exact_limit_through_a_flood_denying_new_keys_exact() {
-    let scale = scale();
-    let clock = ManualClock::new();
-    let limiter = build_measured(
-        || {
-            KeyedLimiter::<u64, _>::builder(quota())
-                .capacity(scale.capacity)
-                .clock(clock.clone())
-                .exact_keys()
-                .build()
-                .unwrap()
-        },
-        scale,
-        32,
-        "exact",
-    );
-    let outcome = run_flood(&limiter, &clock, scale, true);
-    let stats = limiter.stats();
-    report("exact", WhenFull::Deny, &outcome, &stats);
-
-    assert_hot_key_exact(&outcome, scale);
-    assert_no_allocation(&outcome);
-    assert_eq!(stats.inserts + stats.refused_new_keys, scale.flood_keys + 1);
-    assert_eq!(outcome.flood_denied, stats.refused_new_keys);
-    assert_eq!(outcome.flood_denied_untracked, stats.refused_new_keys);
-    assert_eq!(outcome.flood_allowed_untracked, 0);
-    assert!(stats.refused_new_keys > 0, "{stats:?}");
-    assert!(stats.reclaims > 0, "{stats:?}");
-
-    assert_slots_are_reclaimed(&limiter, &clock, scale);
+    assert_a_denying_table_survives_a_flood("exact", |capacity, clock| {
+        KeyedLimiter::<u64, _>::builder(quota())
+            .capacity(capacity)
+            .clock(clock)
+            .exact_keys()
+            .build()
+            .unwrap()
+    });
 }
 
 #[test]
