@@ -13,8 +13,12 @@
 //! Every check also has an `_at(now_ns)` form: a packet loop that already holds a timestamp from
 //! the same clock passes it in and pays for no read at all.
 //!
-//! Clocks may step backwards (the TSC can, across cores). Limiters treat an earlier reading as
-//! "no time has passed": never a panic, never an overflow, never extra capacity.
+//! Clocks may step backwards (the TSC can, across cores), and a reading taken before a
+//! preemption arrives late. Limiters treat an earlier reading as "no time has passed": never a
+//! panic, never an overflow, never extra capacity. The one bound: window quotas short enough
+//! that their stored window index wraps (sliding windows below about 34.5 s, fixed windows
+//! below about 0.53 ms) read a reading more than `backward_windows()` windows behind as a key
+//! idle for nearly a wrap (65 s of 1 ms sliding windows; 18 minutes of 1 µs fixed windows).
 
 use crate::sync::{Arc, AtomicU64, Ordering};
 #[cfg(not(nanolimit_loom))]

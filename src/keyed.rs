@@ -55,9 +55,16 @@
 //! algorithm writes only values strictly greater than the value they replace, and a slot is
 //! reassigned only from a state that was fresh at the inserter's time, with a first state greater
 //! than it (see the invariants on [`Algorithm`]); so a state word never returns to a value
-//! observed under a previous key (for window algorithms, barring 2^24 resp. 2^40 windows between
-//! one thread's load and its CAS). Evictions ([`WhenFull::EvictClosestToFresh`]) keep this by
-//! letting the new key inherit the evicted state, which can only make it stricter.
+//! observed under a previous key. Evictions ([`WhenFull::EvictClosestToFresh`]) keep this by
+//! letting the new key inherit the evicted state, which can only make it stricter. For window
+//! quotas short enough that their stored index wraps (sliding windows below about 34.5 s, fixed
+//! windows below about 0.53 ms) this holds barring a full wrap (2^24 resp. 2^40 windows)
+//! between one thread's load and its CAS, and readings more than the quota's
+//! `backward_windows()` behind the latest (65 s of 1 ms sliding windows, 18 minutes of 1 µs
+//! fixed windows): such a reading reads a live entry as idle for nearly a wrap. Longer windows
+//! tolerate years of lag (any lag at all for sliding windows from about 69 s and fixed windows
+//! from about 1.05 ms), and GCRA any lag: a reading behind a key's state is judged in that
+//! state, so it neither reclaims a live entry nor writes a smaller word.
 //!
 //! # Quotas per call
 //!

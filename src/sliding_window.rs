@@ -25,18 +25,24 @@
 //! previous window's traffic was spread evenly: bursty on/off traffic is admitted at less than
 //! `L` per window.
 //!
-//! # Wrapped window indices
+//! # Wrapped window indices, and readings behind the stored window
 //!
 //! The index is stored modulo 2^24. Reading the stored index against now's, a difference `d`
-//! (mod 2^24) of 0 is the same window, 1 the next, and anything below
-//! 2^24 − [`BACKWARD_WINDOWS`] is "long ago": the state is fresh. A difference of
-//! 2^24 − [`BACKWARD_WINDOWS`] or more is a clock that stepped back by at most
-//! [`BACKWARD_WINDOWS`] windows (or a reading taken before a preemption): the request is judged in
-//! the stored window as if at its very start, which grants no capacity, and `retry_after` counts
-//! from now. So a key idle for fewer than (2^24 − 2^12) windows — 194 days of 1-second windows,
-//! 4.6 hours of 1 ms windows — is correctly seen as fresh. Longer idle periods may alias: with a
-//! chance of 2^12 / 2^24 they read as a stepped-back clock and the key's old counts apply for up
-//! to 2^12 windows (4 s of 1 ms windows). Windows are at least 1 ms long.
+//! (mod 2^24) of 0 is the same window, 1 the next, and any other up to the quota's forward
+//! limit is "long ago": the state is fresh. A larger difference is a reading behind the stored
+//! window (a clock that stepped back, or a reading taken before a preemption): the request is
+//! judged in the stored window as if at its very start, which grants no capacity and writes no
+//! smaller word, and `reset_after` / `retry_after` count from now.
+//!
+//! Windows of about 34.5 s or more never wrap their index before the time horizon: every idle
+//! period reads as idle, and a reading behind the stored window reads as such up to
+//! [`SlidingWindow::backward_windows`] windows behind (2^16 windows, 26 days, at 34.5 s; 13
+//! years of per-minute windows; any lag at all from about 69 s up). Shorter windows wrap every 2^24 windows (4.66 hours of 1 ms windows, 194 days of
+//! 1-second windows); for them a reading up to [`BACKWARD_WINDOWS`] windows behind (65 s of 1 ms
+//! windows) is read as behind, a key idle for fewer than 2^24 − 2^16 windows is correctly
+//! fresh, and longer idle periods may alias: with a chance of 2^16 / 2^24 they read as a
+//! reading behind, and the key's old counts apply for up to 2^16 windows. Windows are at least
+//! 1 ms long.
 
 use crate::algorithm::{Algorithm, Sealed, Step};
 use crate::error::QuotaError;
@@ -57,9 +63,10 @@ pub const WINDOW_INDEX_SHIFT: u32 = 2 * COUNT_BITS;
 pub const WINDOW_INDEX_BITS: u32 = 64 - WINDOW_INDEX_SHIFT;
 /// Mask of `window_index` once shifted down.
 pub const WINDOW_INDEX_MASK: u64 = (1 << WINDOW_INDEX_BITS) - 1;
-/// How many windows back a stored index may be ahead of now and still be read as a clock that
-/// stepped back rather than as a key idle for a very long time.
-pub const BACKWARD_WINDOWS: u64 = 1 << 12;
+/// For windows short enough that their index wraps (below about 34.5 s), how many windows a
+/// reading may lag behind the stored window and still be read as behind it, rather than as a
+/// key idle for nearly 2^24 windows (see the module documentation).
+pub const BACKWARD_WINDOWS: u64 = 1 << 16;
 /// The largest limit per window (a few values are kept clear of the count field's maximum).
 pub const MAX_LIMIT: u64 = COUNT_MASK - 15;
 /// The shortest window.
@@ -83,13 +90,20 @@ pub const MIN_WINDOW_NS: u64 = 1_000_000;
 pub struct SlidingWindow {
     limit: u64,
     length: WindowLength,
+    /// The largest index distance read as time moving forward (see
+    /// [`WindowLength::forward_windows`]).
+    forward_windows: u64,
 }
 
 impl SlidingWindow {
     /// At most `limit` units in any sliding window of length `window`.
     pub const fn new(limit: u64, window: Duration) -> Result<SlidingWindow, QuotaError> {
         match WindowLength::with_limit(limit, MAX_LIMIT, window, MIN_WINDOW_NS) {
-            Ok(length) => Ok(SlidingWindow { limit, length }),
+            Ok(length) => Ok(SlidingWindow {
+                limit,
+                length,
+                forward_windows: length.forward_windows(WINDOW_INDEX_MASK, BACKWARD_WINDOWS),
+            }),
             Err(error) => Err(error),
         }
     }
@@ -119,6 +133,22 @@ impl SlidingWindow {
         Duration::from_nanos(self.length.window_ns)
     }
 
+    /// How many windows a reading may lag behind a key's stored window and still be judged in
+    /// it (granting no capacity): [`BACKWARD_WINDOWS`] for windows whose index wraps (below
+    /// about 34.5 s), more for longer ones (see the module documentation).
+    ///
+    /// ```
+    /// use nanolimit::sliding_window::{SlidingWindow, BACKWARD_WINDOWS};
+    ///
+    /// let minutes_in_13_years = 13 * 365 * 24 * 60;
+    /// assert!(SlidingWindow::per_minute(100)?.backward_windows() > minutes_in_13_years);
+    /// assert_eq!(SlidingWindow::per_second(100)?.backward_windows(), BACKWARD_WINDOWS);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub const fn backward_windows(&self) -> u64 {
+        WINDOW_INDEX_MASK - self.forward_windows
+    }
+
     /// Unpacks `state` as seen at `now`, with the window roll-over, idle expiry and
     /// backward-clock rules applied.
     #[inline]
@@ -132,10 +162,9 @@ impl SlidingWindow {
             (stored_index, previous, current, now.elapsed_ns, 0)
         } else if distance == 1 {
             (now_index, current, 0, now.elapsed_ns, 0)
-        } else if distance >= WINDOW_INDEX_MASK + 1 - BACKWARD_WINDOWS && (previous | current) != 0
-        {
-            // The clock stepped back past a window boundary: stay in the stored window, at its
-            // start, where the previous window weighs the most; that start is this far ahead.
+        } else if distance > self.forward_windows && (previous | current) != 0 {
+            // A reading behind the stored window: stay in the stored window, at its start,
+            // where the previous window weighs the most; that start is this far ahead.
             let windows_ahead = WINDOW_INDEX_MASK + 1 - distance;
             let delay_ns = windows_ahead
                 .saturating_mul(self.length.window_ns)

@@ -105,6 +105,25 @@ impl WindowLength {
         })
     }
 
+    /// The largest distance, in windows modulo `index_mask + 1`, from a stored window index to
+    /// now's that a window algorithm reads as time moving forward; larger ones are a reading
+    /// behind the stored window (a clock that stepped back, or one taken before a preemption).
+    ///
+    /// If every window index up to the time horizon fits in the mask with `backward_windows`
+    /// to spare, no index ever wraps: a forward distance is at most the last index, and every
+    /// larger distance is a reading behind the stored window, whatever its lag. Otherwise
+    /// indices wrap, and the split gives `backward_windows` to readings behind and the rest to
+    /// keys idle for a long time.
+    pub(crate) const fn forward_windows(&self, index_mask: u64, backward_windows: u64) -> u64 {
+        let last_index = TIME_HORIZON_NS / self.window_ns;
+        let wrapping_split = index_mask - backward_windows;
+        if last_index < wrapping_split {
+            last_index
+        } else {
+            wrapping_split
+        }
+    }
+
     #[inline]
     pub(crate) fn instant(&self, now_ns: u64) -> WindowInstant {
         let now_ns = if now_ns < TIME_HORIZON_NS {

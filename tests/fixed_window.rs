@@ -5,6 +5,7 @@ mod common;
 
 use common::window::{
     assert_a_backward_step_admits_no_more_than_a_monotonic_clock,
+    assert_a_reading_behind_the_stored_window_grants_nothing,
     assert_a_written_state_grows_unless_the_index_wrapped,
     assert_an_index_ahead_of_now_is_a_clock_that_stepped_back,
     assert_every_invalid_window_quota_is_rejected, assert_no_input_makes_a_step_panic,
@@ -40,6 +41,8 @@ fn assorted_quotas() -> Vec<FixedWindow> {
         FixedWindow::new(MAX_LIMIT, Duration::from_nanos(MIN_WINDOW_NS)).unwrap(),
         FixedWindow::new(MAX_LIMIT, Duration::from_secs(1)).unwrap(),
         FixedWindow::new(1_000, Duration::from_nanos(1_000_000_007)).unwrap(),
+        // Just long enough that the index never wraps: readings years behind still count.
+        FixedWindow::new(3, Duration::from_millis(1)).unwrap(),
     ]
 }
 
@@ -276,6 +279,11 @@ fn a_window_index_ahead_of_now_is_a_clock_that_stepped_back() {
     assert_an_index_ahead_of_now_is_a_clock_that_stepped_back(
         FixedWindow::new(50, Duration::from_nanos(MICROSECOND_NS)).unwrap(),
     );
+}
+
+#[test]
+fn a_reading_any_number_of_windows_behind_grants_nothing_unless_the_index_wraps() {
+    assert_a_reading_behind_the_stored_window_grants_nothing(assorted_quotas());
 }
 
 #[test]

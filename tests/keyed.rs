@@ -987,6 +987,61 @@ fn sliding_window_eviction_picks_the_entry_with_the_smallest_reset_after() {
     }
 }
 
+/// A reading far behind the table's latest ones (a caller-supplied time, or a thread stalled
+/// between reading the clock and checking): live entries stay live for it, so it reclaims no
+/// slot, and it never writes a word that an earlier observation of a slot could match.
+fn assert_a_stale_reading_takes_no_live_slot<A: Algorithm>(quota: A, now_ns: u64, stale_ns: u64) {
+    let clock = ManualClock::starting_at(now_ns);
+    let limiter = tiny(quota, WhenFull::Deny, &clock);
+    let capacity = quota.capacity();
+    for key in 0..8u64 {
+        for _ in 0..capacity {
+            assert!(limiter.check_key(&key).is_allowed(), "{quota:?}: key {key}");
+        }
+    }
+    let spent: Vec<u64> = (0..8u64)
+        .map(|key| limiter.peek_key(&key).state_word())
+        .collect();
+    // A new key at the stale reading: every candidate slot is live, so it is refused.
+    let decision = limiter.check_key_at(&100, stale_ns);
+    assert!(decision.is_denied() && decision.is_untracked(), "{quota:?}");
+    let stats = limiter.stats();
+    assert_eq!(
+        (stats.reclaims, stats.refused_new_keys),
+        (0, 1),
+        "{quota:?}"
+    );
+    // The live keys, checked at the stale reading, are judged in their spent windows and keep
+    // their words; at the real time they are still spent.
+    for key in 0..8u64 {
+        assert!(
+            limiter.check_key_at(&key, stale_ns).is_denied(),
+            "{quota:?}"
+        );
+        assert_eq!(limiter.peek_key(&key).state_word(), spent[key as usize]);
+        assert!(limiter.check_key(&key).is_denied(), "{quota:?}: key {key}");
+    }
+}
+
+#[test]
+fn a_stale_reading_never_reclaims_a_live_key_or_rewinds_its_word() {
+    let minute_ns = 60 * SECOND_NS;
+    let year_ns = 365 * 24 * 3_600 * SECOND_NS;
+    // Shortest sliding windows: up to 2^16 windows (65 s) behind; 5 s here.
+    let one_ms = SlidingWindow::new(3, Duration::from_millis(1)).unwrap();
+    assert_a_stale_reading_takes_no_live_slot(one_ms, 10 * SECOND_NS, 5 * SECOND_NS);
+    // Windows whose index never wraps: any lag, here ten years.
+    let per_minute = SlidingWindow::per_minute(3).unwrap();
+    assert_a_stale_reading_takes_no_live_slot(per_minute, 11 * year_ns, year_ns + minute_ns);
+    let per_second = FixedWindow::per_second(3).unwrap();
+    assert_a_stale_reading_takes_no_live_slot(per_second, 11 * year_ns, year_ns);
+    // And 2^20 + 5 windows behind, once read as a key idle for nearly 2^40 windows.
+    let far_ns = ((1 << 20) + 5) * SECOND_NS;
+    assert_a_stale_reading_takes_no_live_slot(per_second, far_ns, 0);
+    let gcra = Gcra::per_second(3).unwrap();
+    assert_a_stale_reading_takes_no_live_slot(gcra, 11 * year_ns, 0);
+}
+
 #[test]
 fn expired_entries_are_reclaimed_by_new_keys_without_any_sweep() {
     for when_full in [

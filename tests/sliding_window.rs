@@ -5,6 +5,7 @@ mod common;
 
 use common::window::{
     assert_a_backward_step_admits_no_more_than_a_monotonic_clock,
+    assert_a_reading_behind_the_stored_window_grants_nothing,
     assert_a_written_state_grows_unless_the_index_wrapped,
     assert_an_index_ahead_of_now_is_a_clock_that_stepped_back,
     assert_every_invalid_window_quota_is_rejected, assert_no_input_makes_a_step_panic,
@@ -402,6 +403,11 @@ fn a_window_index_ahead_of_now_is_a_clock_that_stepped_back() {
     assert_an_index_ahead_of_now_is_a_clock_that_stepped_back(
         SlidingWindow::per_second(50).unwrap(),
     );
+}
+
+#[test]
+fn a_reading_any_number_of_windows_behind_grants_nothing_unless_the_index_wraps() {
+    assert_a_reading_behind_the_stored_window_grants_nothing(assorted_quotas());
 }
 
 #[test]

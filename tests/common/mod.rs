@@ -261,7 +261,8 @@ pub mod window {
         const WINDOW_INDEX_SHIFT: u32;
         /// The stored window index's mask (after shifting down).
         const WINDOW_INDEX_MASK: u64;
-        /// How many windows back a reading still counts as a clock that stepped back.
+        /// For quotas whose index wraps, how many windows back a reading still counts as
+        /// behind the stored window.
         const BACKWARD_WINDOWS: u64;
 
         /// `limit` per `window`.
@@ -276,6 +277,9 @@ pub mod window {
         fn limit(&self) -> u64;
         /// The window length.
         fn window(&self) -> Duration;
+        /// How many windows back a reading still counts as behind the stored window, for this
+        /// quota.
+        fn backward_windows(&self) -> u64;
 
         /// The window length in nanoseconds.
         fn window_ns(&self) -> u64 {
@@ -315,6 +319,9 @@ pub mod window {
                 }
                 fn window(&self) -> Duration {
                     $quota::window(self)
+                }
+                fn backward_windows(&self) -> u64 {
+                    $quota::backward_windows(self)
                 }
             }
         };
@@ -415,23 +422,101 @@ pub mod window {
         at
     }
 
-    /// Asserts that a written state word is greater than the one it replaces unless the stored
-    /// window index wrapped forward, and that wraps are exercised.
+    /// How many windows a reading may lag behind a stored window and still be read as behind it,
+    /// as the module documentation states it: for quotas whose last window index before the
+    /// time horizon leaves `BACKWARD_WINDOWS` to spare in the index mask (no wrap), everything
+    /// the mask leaves above that last index; else `BACKWARD_WINDOWS`.
+    pub fn documented_backward_windows<W: WindowQuota>(quota: &W) -> u64 {
+        let last_index = TIME_HORIZON_NS / quota.window_ns();
+        if last_index < W::WINDOW_INDEX_MASK - W::BACKWARD_WINDOWS {
+            W::WINDOW_INDEX_MASK - last_index
+        } else {
+            W::BACKWARD_WINDOWS
+        }
+    }
+
+    /// Asserts that `backward_windows` is the documented figure for every quota, and that a
+    /// spent window read at readings behind it, down to the origin where the quota's index
+    /// never wraps, stays spent and is never overwritten by a smaller word.
+    pub fn assert_a_reading_behind_the_stored_window_grants_nothing<W: WindowQuota>(
+        quotas: Vec<W>,
+    ) {
+        let mut never_wrapping = 0;
+        for quota in quotas {
+            let backward_windows = documented_backward_windows(&quota);
+            assert_eq!(quota.backward_windows(), backward_windows, "{quota:?}");
+            let window_ns = quota.window_ns();
+            let last_index = TIME_HORIZON_NS / window_ns;
+            if last_index < W::WINDOW_INDEX_MASK - W::BACKWARD_WINDOWS {
+                never_wrapping += 1;
+                assert!(backward_windows >= last_index.min(W::BACKWARD_WINDOWS));
+            }
+            // A window late in the horizon, spent.
+            let start = last_index - 2;
+            let limiter = limiter(quota);
+            let filled_at = fill_window(&limiter, start);
+            let state = limiter.peek_at(filled_at).state_word();
+            for back in [
+                1,
+                2,
+                3,
+                1_000,
+                start,
+                backward_windows / 2,
+                backward_windows,
+            ] {
+                let Some(index) = start.checked_sub(back).filter(|_| back <= backward_windows)
+                else {
+                    continue;
+                };
+                for at in [index * window_ns, index * window_ns + window_ns / 2] {
+                    let now = quota.instant(at);
+                    assert!(!quota.is_fresh(state, now), "{quota:?}: {back} back");
+                    assert_eq!(quota.remaining(state, now), 0, "{quota:?}: {back} back");
+                    assert!(
+                        quota.retry_after_ns(state, now, 1)
+                            >= back.saturating_sub(1).saturating_mul(window_ns),
+                        "{quota:?}: {back} back"
+                    );
+                    assert!(limiter.check_at(at).is_denied(), "{quota:?}: {back} back");
+                    assert_eq!(limiter.peek_at(filled_at).state_word(), state);
+                }
+            }
+        }
+        assert!(never_wrapping > 0, "no quota whose index never wraps");
+    }
+
+    /// Asserts that a written state word is greater than the one it replaces unless the window
+    /// index wrapped: the reading is in a later window than the stored one (by absolute index,
+    /// which the test knows) and the new index's stored residue is smaller. A reading behind
+    /// the stored window, by as many windows as the quota reads as behind, never makes the word
+    /// smaller. Both kinds of reading, and wraps, must be exercised.
     pub fn assert_a_written_state_grows_unless_the_index_wrapped<W: WindowQuota>(quotas: Vec<W>) {
         let mut rng = StdRng::seed_from_u64(7);
-        let mut wrapped = 0;
+        let (mut wrapped, mut behind) = (0, 0);
         for quota in quotas {
             let window_ns = quota.window_ns();
             let limit = quota.capacity();
+            let backward_windows = documented_backward_windows(&quota);
+            let backward_ns = backward_windows.saturating_mul(window_ns);
             for _ in 0..20_000 {
                 let now_ns = rng.gen_range(0..=TIME_HORIZON_NS);
                 let now = quota.instant(now_ns);
-                // A state written at most a few windows ago, or at any time.
+                // A state written a few windows before or after now, or at any time at most the
+                // quota's backward windows after now (any time at all for quotas whose index
+                // never wraps).
                 let written_at = match rng.gen_range(0..3) {
                     0 => now_ns.saturating_sub(rng.gen_range(0..=3 * window_ns)),
                     1 => now_ns + rng.gen_range(0..=3 * window_ns),
-                    _ => rng.gen_range(0..=TIME_HORIZON_NS),
+                    _ => rng.gen_range(0..=now_ns.saturating_add(backward_ns).min(TIME_HORIZON_NS)),
                 };
+                let written_index = quota.instant(written_at).window_index();
+                if written_index > now.window_index() {
+                    let lag = written_index - now.window_index();
+                    if lag > backward_windows {
+                        continue;
+                    }
+                }
                 let mut state = W::FRESH;
                 for _ in 0..rng.gen_range(0..3) {
                     let cost = rng.gen_range(1..=limit);
@@ -445,23 +530,33 @@ pub mod window {
                 };
                 // The two largest words are keyed tables' slot markers.
                 assert!(written < u64::MAX - 1);
+                if state != W::FRESH && written_index > now.window_index() {
+                    behind += 1;
+                }
                 if written > state {
                     continue;
                 }
-                // Only a window index that wrapped may make the word smaller: the new index is a
-                // later window whose stored residue is smaller.
+                // Only a window index that wrapped may make the word smaller: now is a later
+                // window than the stored one, and its stored residue is smaller.
                 wrapped += 1;
+                assert!(
+                    now.window_index() > written_index,
+                    "{quota:?}: {state:#x} -> {written:#x} at a reading {} windows behind",
+                    written_index - now.window_index()
+                );
                 let now_index = now.window_index() & W::WINDOW_INDEX_MASK;
                 assert!(
                     now_index < W::stored_index(state),
                     "{quota:?}: {state:#x} -> {written:#x}"
                 );
                 assert_eq!(W::stored_index(written), now_index);
-                let forward = now_index.wrapping_sub(W::stored_index(state)) & W::WINDOW_INDEX_MASK;
-                assert!(forward <= W::WINDOW_INDEX_MASK - W::BACKWARD_WINDOWS);
             }
         }
         assert!(wrapped > 0, "no wrapped index was exercised");
+        assert!(
+            behind > 0,
+            "no reading behind a stored window was exercised"
+        );
     }
 
     /// Calls every pure method on the edge states and random ones, at extreme and random
@@ -597,11 +692,15 @@ pub mod window {
                 let mut latest = rng.gen_range(0..YEAR_NS);
                 for _ in 0..300 {
                     if rng.gen_ratio(1, 5) {
-                        // Back by at most BACKWARD_WINDOWS windows (further back reads as idle).
+                        // Back by at most the quota's backward windows (further back reads as
+                        // idle): the whole way back to the origin for quotas whose index never
+                        // wraps.
                         let back = match rng.gen_range(0..3) {
                             0 => rng.gen_range(0..=3),
                             1 => rng.gen_range(0..=2 * window_ns),
-                            _ => rng.gen_range(0..=W::BACKWARD_WINDOWS * window_ns),
+                            _ => rng.gen_range(
+                                0..=documented_backward_windows(&quota).saturating_mul(window_ns),
+                            ),
                         };
                         readings.push(latest.saturating_sub(back));
                     } else {
