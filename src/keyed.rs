@@ -40,11 +40,17 @@
 //!   attempt from the loaded state. If that attempt is lost, a cold path looks the key up again
 //!   and runs the shared CAS driver, whose guard re-reads the identity after every lost race
 //!   before stepping again, and aborts (the lookup starts over) if the slot was reassigned.
+//!   An admission is confirmed by its CAS; a denial or a peek, which write nothing, re-read the
+//!   state after the identity (behind an Acquire fence that pairs with a Release fence the
+//!   inserter issues before rewriting a claimed slot's identity) and count only if it is
+//!   unchanged: else the identity they matched may have been half rewritten (an [`Exact`] key's
+//!   two words), or belong to a key inserted since.
 //! - **Insert of a new key** (slow path): take the shard's insert lock, look again (another
 //!   thread may just have inserted it), then claim a slot: a vacant one, else one whose state is
 //!   [equivalent to fresh](Algorithm::is_fresh) (claimed by CAS from that state to [`RESERVED`],
-//!   which fails if a checker touched it meanwhile), else what [`WhenFull`] says. Write the
-//!   identity, then publish the key's first state with a Release store.
+//!   which fails if a checker touched it meanwhile, then a Release fence), else what
+//!   [`WhenFull`] says. Write the identity, then publish the key's first state with a Release
+//!   store.
 //!
 //! The insert lock serialises inserts within one shard only; checks never take it, so a check of
 //! a present key never waits for an insert (the lock exists so that two threads inserting the
@@ -93,7 +99,7 @@ use crate::clock::{Clock, QuantaClock};
 use crate::decision::Decision;
 use crate::driver::{self, Applied, Attempt};
 use crate::error::{InsufficientCapacity, QuotaError};
-use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync::{fence, AtomicU64, Mutex, MutexGuard, Ordering};
 use core::fmt;
 use core::hash::Hash;
 use core::marker::PhantomData;
@@ -320,7 +326,7 @@ pub struct Exact;
 mod slot {
     //! Slot types. Public items of a private module: nameable by the sealed [`KeyMode`] trait,
     //! invisible to users.
-    use crate::sync::{AtomicU64, Ordering};
+    use crate::sync::{fence, AtomicU64, Ordering};
 
     /// The operations the table needs from a slot.
     pub trait SlotOps: Send + Sync + Sized {
@@ -334,8 +340,14 @@ mod slot {
         fn state(&self) -> &AtomicU64;
         /// Whether the identity words equal `identity`.
         fn holds(&self, identity: &Self::Identity) -> bool;
-        /// Overwrites the identity words (only while the state word is `RESERVED`).
+        /// Overwrites the identity words (only while the state word is `RESERVED` or
+        /// `VACANT`, after a Release fence if it was claimed from another key).
         fn set_identity(&self, identity: &Self::Identity);
+        /// After [`holds`](Self::holds) matched for a state loaded as `observed`: whether the
+        /// state is still `observed`, which proves the identity words read belonged to it (no
+        /// reassignment overwrote them meanwhile). Decisions that no compare-and-swap confirms
+        /// (denials, peeks) need this; admissions are confirmed by their CAS.
+        fn unchanged_since(&self, observed: u64) -> bool;
     }
 
     /// A slot with `WORDS` identity words.
@@ -369,13 +381,25 @@ mod slot {
         fn holds(&self, identity: &[u64; WORDS]) -> bool {
             // ORDERING: Relaxed. The caller loaded the state word with Acquire (directly or via
             // the driver's failed CAS), which synchronises with the Release store that published
-            // these words; a later reassignment is caught by the state CAS failing (see the
-            // module docs), so a torn or newer read here can only produce a false mismatch for a
-            // key that is being removed.
+            // these words. A reassignment racing with this read may make it newer, or (with two
+            // words) torn, so a match is only trusted once something confirms the state did not
+            // change: the check's CAS for an admission, `unchanged_since` otherwise.
             self.identity
                 .iter()
                 .zip(identity)
                 .all(|(word, expected)| word.load(Ordering::Relaxed) == *expected)
+        }
+
+        #[inline]
+        fn unchanged_since(&self, observed: u64) -> bool {
+            // ORDERING: the Acquire fence keeps the identity reads before the load below, and
+            // pairs with the Release fence an inserter issues after claiming the slot and before
+            // rewriting its identity (`KeyedLimiter::insert`): if any identity word read was already
+            // rewritten, the claim happens before this load, which then cannot return
+            // `observed` (a claimed slot's word never returns to an earlier value, module docs).
+            fence(Ordering::Acquire);
+            // ORDERING: Relaxed; ordered by the fence above.
+            self.state.load(Ordering::Relaxed) == observed
         }
 
         #[inline]
@@ -1074,9 +1098,14 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
 
     fn peek(&self, key: &K, cost: u64, now: A::Instant, quota: &A) -> Decision<A> {
         let (hash, identity) = M::identify(&self.hasher, key);
-        let state = match self.table.find(self.table.place(hash), &identity) {
-            Some((_, state)) => state,
-            None => A::FRESH,
+        let placement = self.table.place(hash);
+        let state = loop {
+            match self.table.find(placement, &identity) {
+                Some((slot, state)) if slot.unchanged_since(state) => break state,
+                // The slot changed while we read it: look again.
+                Some(_) => {}
+                None => break A::FRESH,
+            }
         };
         let allowed = cost == 0 || matches!(quota.step(state, now, cost), Step::Allow(_));
         Decision::new(allowed, cost, state, now, *quota)
@@ -1100,8 +1129,10 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
                 Attempt::Allowed { current } => {
                     return Decision::new(true, cost, current, now, *quota);
                 }
-                Attempt::Denied => return Decision::new(false, cost, observed, now, *quota),
-                Attempt::Lost { .. } => {}
+                Attempt::Denied if slot.unchanged_since(observed) => {
+                    return Decision::new(false, cost, observed, now, *quota);
+                }
+                Attempt::Denied | Attempt::Lost { .. } => {}
             }
         }
         self.decide_slow(hash, identity, cost, now, quota)
@@ -1192,6 +1223,11 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
                     // A checker updated the entry since we judged it: choose again.
                     continue;
                 }
+                // ORDERING: Release fence before the identity words are rewritten: pairs with
+                // the Acquire fence of `unchanged_since`, so a checker that reads any new
+                // identity word also sees the slot claimed, and does not trust a match made
+                // of the old key's state and (part of) the new key's identity.
+                fence(Ordering::Release);
             }
             Shard::<M::Slot>::count(&shard.inserts);
             if evicting {
@@ -1265,24 +1301,37 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
 fn apply_to_slot<S: SlotOps, A: Algorithm>(
     slot: &S,
     identity: &S::Identity,
-    observed: u64,
+    mut observed: u64,
     cost: u64,
     now: A::Instant,
     quota: &A,
 ) -> Option<Decision<A>> {
-    let mut first_attempt = true;
-    let guard = |state: u64| {
-        // `find` already checked the identity for the first observed value; after a lost race
-        // the new value may belong to another key.
-        if !first_attempt && (state >= RESERVED || !slot.holds(identity)) {
-            return None;
+    // `find` already checked the identity for the first observed value; after a lost race, or
+    // a denial the state did not confirm, the new value may belong to another key.
+    let mut identity_checked = true;
+    loop {
+        let guard = |state: u64| {
+            if !identity_checked && (state >= RESERVED || !slot.holds(identity)) {
+                return None;
+            }
+            identity_checked = false;
+            Some(quota.step(state, now, cost))
+        };
+        match driver::apply(slot.state(), observed, guard) {
+            Applied::Allowed { current } => {
+                return Some(Decision::new(true, cost, current, now, *quota));
+            }
+            Applied::Denied {
+                observed: denied_on,
+            } if slot.unchanged_since(denied_on) => {
+                return Some(Decision::new(false, cost, denied_on, now, *quota));
+            }
+            Applied::Denied { .. } => {
+                // ORDERING: Acquire, as the lookup's load: the identity is checked against
+                // this value next.
+                observed = slot.state().load(Ordering::Acquire);
+            }
+            Applied::Aborted => return None,
         }
-        first_attempt = false;
-        Some(quota.step(state, now, cost))
-    };
-    match driver::apply(slot.state(), observed, guard) {
-        Applied::Allowed { current } => Some(Decision::new(true, cost, current, now, *quota)),
-        Applied::Denied { observed } => Some(Decision::new(false, cost, observed, now, *quota)),
-        Applied::Aborted => None,
     }
 }

@@ -6,11 +6,11 @@
 //! checker sees every synchronising operation the crate performs.
 
 #[cfg(not(nanolimit_loom))]
-pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicU64, Ordering};
 #[cfg(not(nanolimit_loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(nanolimit_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
 #[cfg(nanolimit_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
