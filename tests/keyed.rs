@@ -1250,3 +1250,71 @@ fn a_table_reports_its_size() {
     assert!(smallest.check_key(&5).is_allowed());
     assert!(smallest.check_key(&5).is_denied());
 }
+
+/// Fills a table built by `build` (capacity `capacity`, hash seed `seed`) with distinct live
+/// keys (one unit of a one-per-hour quota each, at one instant: none is reclaimable) until the
+/// first new key is refused; returns how many were stored, as a fraction of the capacity.
+fn first_refusal<M: KeyMode<u64>>(
+    build: impl FnOnce() -> KeyedLimiter<u64, Gcra, ManualClock, M>,
+    capacity: usize,
+    seed: u64,
+) -> f64 {
+    let limiter = build();
+    // Scattered keys (an odd multiplier is a bijection on u64).
+    let mut stored = 0u64;
+    for index in 0.. {
+        let key = (index as u64 ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        if limiter.check_key_at(&key, 0).is_untracked() {
+            break;
+        }
+        stored += 1;
+    }
+    assert_eq!(limiter.stats().refused_new_keys, 1);
+    assert_eq!(limiter.entries() as u64, stored);
+    stored as f64 / capacity as f64
+}
+
+/// The module documentation's figures for when a table full of live keys first refuses a new
+/// key: `Hashed` tables hold at least their capacity, `Exact` ones at least 85 % of it.
+#[test]
+fn a_table_of_live_keys_first_refuses_a_new_key_where_documented() {
+    let quota = Gcra::per_hour(1).unwrap();
+    for capacity in [1_000, 100_000] {
+        for seed in 1..=5u64 {
+            let hashed = first_refusal(
+                || {
+                    KeyedLimiter::<u64, _>::builder(quota)
+                        .capacity(capacity)
+                        .seed(seed)
+                        .clock(ManualClock::new())
+                        .build()
+                        .unwrap()
+                },
+                capacity,
+                seed,
+            );
+            assert!(
+                hashed >= 1.0,
+                "hashed, {capacity} keys, seed {seed}: {hashed}"
+            );
+            let exact = first_refusal(
+                || {
+                    KeyedLimiter::<u64, _>::builder(quota)
+                        .capacity(capacity)
+                        .seed(seed)
+                        .clock(ManualClock::new())
+                        .exact_keys()
+                        .build()
+                        .unwrap()
+                },
+                capacity,
+                seed,
+            );
+            assert!(
+                exact >= 0.85,
+                "exact, {capacity} keys, seed {seed}: {exact}"
+            );
+            eprintln!("{capacity} keys, seed {seed}: first refusal at {hashed:.3} (hashed), {exact:.3} (exact) of capacity");
+        }
+    }
+}

@@ -1,7 +1,9 @@
 //! Property tests: a keyed limiter decides exactly like a reference model, a
 //! `HashMap<key, state word>` driven by the algorithm's own step function, under random
 //! schedules of keys, clock readings (forward and backward), costs, peeks and per-call quotas,
-//! while the table is far from full.
+//! while no new key finds its slots full: on a roomy table (many shards and buckets), and on a
+//! crowded one (one shard of two buckets, eight keys) where keys share buckets, live in the
+//! second of their two buckets, and share one-byte lookup hints.
 //!
 //! The model uses the public [`Algorithm`] step function on an entry defaulting to
 //! [`Algorithm::FRESH`]; so these tests check the table (lookup, insert, per-call quotas, the
@@ -17,9 +19,34 @@ use std::time::Duration;
 
 /// Keys are drawn from `0..KEY_UNIVERSE`: few enough that keys repeat often.
 const KEY_UNIVERSE: u64 = 24;
-/// Table capacity: far above the key universe, so no new key ever finds its slots full (the
-/// tests assert it: no reclaim, refusal or eviction happened).
-const TABLE_CAPACITY: usize = 4_096;
+
+/// A table's size and how schedule keys map onto its keys.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    capacity: usize,
+    /// `None`: the default for the capacity.
+    shards: Option<usize>,
+    /// Schedule keys are taken modulo this.
+    keys: u64,
+}
+
+/// Far above the key universe: keys rarely share a bucket.
+const ROOMY: Shape = Shape {
+    capacity: 4_096,
+    shards: None,
+    keys: KEY_UNIVERSE,
+};
+
+/// One shard of two buckets (16 slots; capacity 10 plus headroom rounds up to two buckets in
+/// both key modes) and eight keys: every key's candidate slots (8 or 16) always include a
+/// vacant one, since at most seven other keys exist, so no new key is refused and no slot is
+/// reclaimed, yet keys crowd the same buckets, half of them land in their second bucket, and
+/// one-byte hints collide often (about one schedule in nine, with a random seed per case).
+const CROWDED: Shape = Shape {
+    capacity: 10,
+    shards: Some(1),
+    keys: 8,
+};
 
 /// What a schedule step does.
 #[derive(Debug, Clone, Copy)]
@@ -132,6 +159,7 @@ fn observed<A: Algorithm>(decision: &Decision<A>) -> Expected {
 /// outcomes at every step, then that the table held exactly the model's keys.
 fn run_against_model<A: Algorithm, M: KeyMode<u64>>(
     limiter: &KeyedLimiter<u64, A, ManualClock, M>,
+    shape: Shape,
     clock: &ManualClock,
     per_call_quotas: &[A],
     events: &[Event],
@@ -147,24 +175,25 @@ fn run_against_model<A: Algorithm, M: KeyMode<u64>>(
         }
         .min(TIME_HORIZON_NS);
         clock.set_ns(now_ns);
+        let key = event.key % shape.keys;
         let (actual, expected) = match event.operation {
             Operation::Check => (
                 limiter
-                    .check_key_n_at(&event.key, event.cost, now_ns)
+                    .check_key_n_at(&key, event.cost, now_ns)
                     .map_err(CheckError::from),
-                model.apply(event.key, event.cost, &table_quota, now_ns, true),
+                model.apply(key, event.cost, &table_quota, now_ns, true),
             ),
             Operation::Peek => (
                 limiter
-                    .peek_key_n_at(&event.key, event.cost, now_ns)
+                    .peek_key_n_at(&key, event.cost, now_ns)
                     .map_err(CheckError::from),
-                model.apply(event.key, event.cost, &table_quota, now_ns, false),
+                model.apply(key, event.cost, &table_quota, now_ns, false),
             ),
             Operation::CheckWith(quota_index) => {
                 let quota = &per_call_quotas[quota_index % per_call_quotas.len()];
                 (
-                    limiter.check_key_with_n_at(&event.key, event.cost, quota, now_ns),
-                    model.apply(event.key, event.cost, quota, now_ns, true),
+                    limiter.check_key_with_n_at(&key, event.cost, quota, now_ns),
+                    model.apply(key, event.cost, quota, now_ns, true),
                 )
             }
         };
@@ -203,7 +232,7 @@ fn run_against_model<A: Algorithm, M: KeyMode<u64>>(
     prop_assert_eq!(limiter.entries(), model.states.len());
     // And a final look at every key agrees with the model's state.
     let now_ns = clock.now_ns();
-    for key in 0..KEY_UNIVERSE {
+    for key in 0..shape.keys {
         let state = model.states.get(&key).copied().unwrap_or(A::FRESH);
         let peeked = limiter.peek_key_at(&key, now_ns);
         prop_assert_eq!(peeked.state_word(), state, "key {}", key);
@@ -252,39 +281,65 @@ fn events(
 fn hashed_limiter<A: Algorithm>(
     quota: A,
     clock: &ManualClock,
+    shape: Shape,
+    seed: u64,
 ) -> KeyedLimiter<u64, A, ManualClock> {
-    KeyedLimiter::<u64, _>::builder(quota)
-        .capacity(TABLE_CAPACITY)
-        .clock(clock.clone())
-        .build()
-        .unwrap()
+    let builder = KeyedLimiter::<u64, _>::builder(quota)
+        .capacity(shape.capacity)
+        .seed(seed)
+        .clock(clock.clone());
+    match shape.shards {
+        Some(shards) => builder.shards(shards),
+        None => builder,
+    }
+    .build()
+    .unwrap()
 }
 
 fn exact_limiter<A: Algorithm>(
     quota: A,
     clock: &ManualClock,
+    shape: Shape,
+    seed: u64,
 ) -> KeyedLimiter<u64, A, ManualClock, Exact> {
-    KeyedLimiter::<u64, _>::builder(quota)
-        .capacity(TABLE_CAPACITY)
+    let builder = KeyedLimiter::<u64, _>::builder(quota)
+        .capacity(shape.capacity)
+        .seed(seed)
         .clock(clock.clone())
-        .exact_keys()
-        .build()
-        .unwrap()
+        .exact_keys();
+    match shape.shards {
+        Some(shards) => builder.shards(shards),
+        None => builder,
+    }
+    .build()
+    .unwrap()
 }
 
-/// Runs one schedule on a hashed and on an exact table, each against its own model.
+/// Runs one schedule on a hashed and on an exact table of each shape, each against its own
+/// model.
 fn check_both_key_modes<A: Algorithm>(
     quota: A,
     per_call_quotas: &[A],
     start_ns: u64,
+    seed: u64,
     events: &[Event],
 ) -> Result<(), TestCaseError> {
-    let clock = ManualClock::starting_at(start_ns);
-    let limiter: KeyedLimiter<u64, A, ManualClock, Hashed> = hashed_limiter(quota, &clock);
-    run_against_model(&limiter, &clock, per_call_quotas, events)?;
-    let clock = ManualClock::starting_at(start_ns);
-    let limiter = exact_limiter(quota, &clock);
-    run_against_model(&limiter, &clock, per_call_quotas, events)
+    for shape in [ROOMY, CROWDED] {
+        let clock = ManualClock::starting_at(start_ns);
+        let limiter: KeyedLimiter<u64, A, ManualClock, Hashed> =
+            hashed_limiter(quota, &clock, shape, seed);
+        if shape.shards.is_some() {
+            prop_assert_eq!(limiter.slots(), 16);
+        }
+        run_against_model(&limiter, shape, &clock, per_call_quotas, events)?;
+        let clock = ManualClock::starting_at(start_ns);
+        let limiter = exact_limiter(quota, &clock, shape, seed);
+        if shape.shards.is_some() {
+            prop_assert_eq!(limiter.slots(), 16);
+        }
+        run_against_model(&limiter, shape, &clock, per_call_quotas, events)?;
+    }
+    Ok(())
 }
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -326,27 +381,30 @@ proptest! {
     #[test]
     fn gcra_table_matches_the_model(
         start_ns in 0..100 * SECOND_NS,
+        seed in any::<u64>(),
         events in events(5, 5, 50_000_000),
     ) {
         let quota = Gcra::per_second(20).unwrap().with_burst(5).unwrap();
-        check_both_key_modes(quota, &gcra_per_call_quotas(), start_ns, &events)?;
+        check_both_key_modes(quota, &gcra_per_call_quotas(), start_ns, seed, &events)?;
     }
 
     #[test]
     fn sliding_window_table_matches_the_model(
         start_ns in 0..100 * SECOND_NS,
+        seed in any::<u64>(),
         events in events(5, 4, 100_000_000),
     ) {
         let quota = SlidingWindow::new(5, Duration::from_millis(100)).unwrap();
-        check_both_key_modes(quota, &sliding_window_per_call_quotas(), start_ns, &events)?;
+        check_both_key_modes(quota, &sliding_window_per_call_quotas(), start_ns, seed, &events)?;
     }
 
     #[test]
     fn fixed_window_table_matches_the_model(
         start_ns in 0..100 * SECOND_NS,
+        seed in any::<u64>(),
         events in events(5, 4, 100_000_000),
     ) {
         let quota = FixedWindow::new(5, Duration::from_millis(100)).unwrap();
-        check_both_key_modes(quota, &fixed_window_per_call_quotas(), start_ns, &events)?;
+        check_both_key_modes(quota, &fixed_window_per_call_quotas(), start_ns, seed, &events)?;
     }
 }
