@@ -587,8 +587,9 @@ impl<S: SlotOps> Table<S> {
         let first = ((hash >> 32) * self.buckets_per_shard) >> 32;
         let second = ((hash.wrapping_mul(SECOND_BUCKET_MIX) >> 32) * self.buckets_per_shard) >> 32;
         Placement {
-            // Bits 8..16: not used to pick the shard (in practice) nor the buckets.
-            hint: ((hash >> 8) as u8).max(1),
+            // Bits 24..32: not used to pick the shard (tables of fewer than 2^24 shards) nor
+            // the first bucket (the high half), so hints of one bucket's keys are independent.
+            hint: ((hash >> 24) as u8).max(1),
             shard: (hash & self.shard_mask) as usize,
             first_bucket: first as usize,
             second_bucket: second as usize,
@@ -862,7 +863,9 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
     }
 
     /// The number of shards, a power of two. Default: the smallest power of two at or above
-    /// 4 × the available parallelism, reduced so that every shard has at least 16 buckets.
+    /// 4 × the available parallelism, reduced so that every shard holds at least 2,048 keys of
+    /// capacity (which keeps shard headers and rounding below 1 % of the table, so bytes per
+    /// key barely depend on the machine's core count).
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
@@ -937,10 +940,15 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M> KeyedLimiterBuilder<K, A, C, M> {
     }
 }
 
+/// The fewest keys of capacity a shard gets when the builder picks the shard count: 2,048 keys
+/// are at least 384 buckets of 8 slots (256 with [`Exact`] keys' smaller headroom), against a
+/// shard's fixed cost of its cache-padded header and at most one bucket of rounding.
+const MIN_KEYS_PER_DEFAULT_SHARD: usize = 2_048;
+
 fn default_shards(capacity: usize) -> usize {
     let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut shards = (parallelism * 4).next_power_of_two();
-    while shards > 1 && capacity / shards < 16 * SLOTS_PER_BUCKET {
+    while shards > 1 && capacity / shards < MIN_KEYS_PER_DEFAULT_SHARD {
         shards /= 2;
     }
     shards

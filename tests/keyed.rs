@@ -1241,6 +1241,29 @@ fn a_table_reports_its_size() {
     assert!(limiter.memory_bytes() >= limiter.slots() * 16);
     let exact_limiter = exact(Gcra::per_second(1).unwrap(), 1_000, &clock);
     assert!(exact_limiter.memory_bytes() >= exact_limiter.slots() * 24);
+    // The most shards the default rule gives a 100,000-key table, whatever the core count
+    // (at least 2,048 keys per shard: 32), cost no more than a byte per key over one shard.
+    for (shards, bytes_per_key) in [(1, 26), (32, 26)] {
+        let limiter = KeyedLimiter::<u64, _>::builder(Gcra::per_second(1).unwrap())
+            .capacity(100_000)
+            .shards(shards)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        assert_eq!(limiter.bytes_per_key(), bytes_per_key, "{shards} shards");
+        let exact = KeyedLimiter::<u64, _>::builder(Gcra::per_second(1).unwrap())
+            .capacity(100_000)
+            .shards(shards)
+            .clock(clock.clone())
+            .exact_keys()
+            .build()
+            .unwrap();
+        assert_eq!(exact.bytes_per_key(), 31, "{shards} shards");
+    }
+    let default_shards = KeyedLimiter::<u64, _>::new(Gcra::per_second(1).unwrap(), 100_000)
+        .unwrap()
+        .shards();
+    assert!(default_shards <= 32, "{default_shards} shards");
     // A single key in a table of one: it fits, and is limited.
     let smallest = KeyedLimiter::<u64, _>::builder(Gcra::per_second(1).unwrap())
         .capacity(1)
