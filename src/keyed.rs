@@ -6,7 +6,7 @@
 //! The table is a boxed slice of [`CachePadded`] shards (a power of two of them); a shard is a
 //! fixed array of 64-byte-aligned buckets of [`SLOTS_PER_BUCKET`] slots. A key hashes (ahash,
 //! with a random seed per table, so clients cannot aim keys at one bucket) to a shard and to two
-//! candidate buckets in it: the key may live in any of those 8 slots. Nothing is ever allocated
+//! candidate buckets in it: the key may live in any of those 16 slots. Nothing is ever allocated
 //! after construction, whatever the number of distinct keys seen.
 //!
 //! A slot is its key's identity words followed by its state word:
@@ -96,10 +96,11 @@
 //! # Key identity and collisions
 //!
 //! [`Hashed`] keeps a 64-bit seeded hash, not the key: two distinct keys share a state only if
-//! all 64 bits of their hashes agree. For a lookup, the chance that some other key among the
-//! (at most 8) entries in its candidate buckets has the same hash is at most
-//! `8 / 2^(64 − b)`, where `2^b` is the number of buckets in the table (for a 100,000-key
-//! table, `b ≈ 15` and this is below 2^-46, about 1.4·10^-14 per lookup). [`Exact`] stores
+//! all 64 bits of their hashes agree. For a lookup, the chance that one of the (at most 16)
+//! entries in its two candidate buckets is another key with the same hash is at most
+//! `16 / 2^(64 − b)`, where `2^b` is the number of buckets in the table (an entry's bucket
+//! already matches about `b` bits of the hash): for a 100,000-key table, `b ≈ 14.2` and this is
+//! about 2^-45.8, 1.6·10^-14 per lookup. [`Exact`] stores
 //! integer keys up to 128 bits (IPv4, IPv6, `u64` ids) and never confuses two keys.
 
 use crate::algorithm::{Algorithm, Sealed, Step};
@@ -187,6 +188,16 @@ pub struct KeyedStats {
 }
 
 /// Why a keyed table could not be built.
+///
+/// ```
+/// use nanolimit::{Gcra, KeyedLimiter, TableError};
+///
+/// let zero = KeyedLimiter::<u64, _>::new(Gcra::per_second(1)?, 0);
+/// assert_eq!(zero.err(), Some(TableError::ZeroCapacity));
+/// let three_shards = KeyedLimiter::<u64, _>::builder(Gcra::per_second(1)?).shards(3).build();
+/// assert_eq!(three_shards.err(), Some(TableError::ShardsNotPowerOfTwo { shards: 3 }));
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TableError {
@@ -221,6 +232,25 @@ impl fmt::Display for TableError {
 impl std::error::Error for TableError {}
 
 /// Why a check with a per-call quota failed.
+///
+/// ```
+/// use nanolimit::{CheckError, FixedWindow, KeyedLimiter, QuotaError};
+///
+/// let limiter = KeyedLimiter::<str, _>::new(FixedWindow::per_second(10)?, 100)?;
+/// // Another window length cannot share the table's counts.
+/// let per_minute = FixedWindow::per_minute(10)?;
+/// assert_eq!(
+///     limiter.check_key_with(&"a", &per_minute).err(),
+///     Some(CheckError::Quota(QuotaError::IncompatibleQuota))
+/// );
+/// // A cost above the per-call quota's limit can never pass.
+/// let small = FixedWindow::per_second(2)?;
+/// assert!(matches!(
+///     limiter.check_key_with_n_at(&"a", 3, &small, 0),
+///     Err(CheckError::Capacity(_))
+/// ));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CheckError {
     /// The quota cannot share state with the table's quota, or does not fit its units.
@@ -323,11 +353,35 @@ impl<T: ExactKey + ?Sized> ExactKey for &T {
     }
 }
 
-/// Key mode: keys are stored as their 64-bit seeded hash (any `Hash` key; 16 bytes per key).
+/// Key mode: keys are stored as their 64-bit seeded hash (any `Hash` key: strings, tuples,
+/// addresses; a 16-byte slot, 25.5 bytes per key of capacity with headroom and hints). The
+/// default; see the module documentation for the collision probability.
+///
+/// ```
+/// use nanolimit::{Gcra, Hashed, KeyedLimiter, QuantaClock};
+/// use std::net::Ipv4Addr;
+///
+/// // `Hashed` is the default key mode: these two types are the same.
+/// let limiter: KeyedLimiter<(Ipv4Addr, u16), Gcra> = KeyedLimiter::new(Gcra::per_second(5)?, 1_000)?;
+/// let spelled_out: &KeyedLimiter<(Ipv4Addr, u16), Gcra, QuantaClock, Hashed> = &limiter;
+/// assert!(spelled_out.check_key(&(Ipv4Addr::LOCALHOST, 443)).is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Hashed;
 
-/// Key mode: integer keys up to 128 bits are stored exactly (31.25 bytes per key).
+/// Key mode: integer keys up to 128 bits (IPv4, IPv6, `u64` ids; see [`ExactKey`]) are stored
+/// exactly, so two keys never share a state (a 24-byte slot, 31.25 bytes per key of capacity).
+///
+/// ```
+/// use nanolimit::{ExactKeyedLimiter, Gcra, KeyedLimiter};
+/// use std::net::IpAddr;
+///
+/// let limiter: ExactKeyedLimiter<IpAddr, Gcra> =
+///     KeyedLimiter::builder(Gcra::per_second(5)?).capacity(1_000).exact_keys().build()?;
+/// assert!(limiter.check_key(&"2001:db8::1".parse()?).is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Exact;
 
@@ -994,6 +1048,21 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
 
     /// How many slots hold an entry, live or equivalent to fresh (entries are never removed,
     /// only reused). Scans the whole table: for monitoring, not for the hot path.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_second(1)?, 100_000)?;
+    /// for key in 0..10 {
+    ///     let _ = limiter.check_key(&key);
+    /// }
+    /// assert_eq!(limiter.entries(), 10);
+    /// assert!(limiter.slots() >= 150_000);
+    /// // Fixed at construction, whatever the traffic: at most 32 bytes per key of capacity.
+    /// assert!(limiter.bytes_per_key() <= 32);
+    /// assert!(limiter.memory_bytes() <= 100_000 * 32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn entries(&self) -> usize {
         self.table.entries()
     }
@@ -1019,18 +1088,56 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
     }
 
     /// Checks one unit for `key` now.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<str, _>::new(Gcra::per_minute(1)?, 1_000)?;
+    /// let decision = limiter.check_key("api-key-1");
+    /// assert!(decision.is_allowed());
+    /// let decision = limiter.check_key("api-key-1");
+    /// assert!(decision.is_denied());
+    /// assert!(decision.retry_after().as_secs() >= 59);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn check_key(&self, key: &K) -> Decision<A> {
         self.check_key_at(key, self.clock.now_ns())
     }
 
-    /// Checks one unit for `key` at `now_ns` (a reading of this limiter's clock).
+    /// Checks one unit for `key` at `now_ns` (a reading of this limiter's clock), for loops that
+    /// already hold a timestamp: no clock read.
+    ///
+    /// ```
+    /// use nanolimit::{Clock, Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_second(1)?, 1_000)?;
+    /// let now_ns = limiter.clock().now_ns();
+    /// for flow in [1u64, 2, 3] {
+    ///     assert!(limiter.check_key_at(&flow, now_ns).is_allowed());
+    /// }
+    /// assert!(limiter.check_key_at(&1, now_ns).is_denied());
+    /// assert!(limiter.check_key_at(&1, now_ns + 1_000_000_000).is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn check_key_at(&self, key: &K, now_ns: u64) -> Decision<A> {
         self.decide(key, 1, self.policy.instant(now_ns), &self.policy)
     }
 
-    /// Checks `cost` units for `key` now, all or nothing.
+    /// Checks `cost` units for `key` now, all or nothing (bytes of a packet, tokens of a
+    /// request). Errors when `cost` exceeds the quota's capacity: it could never pass.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// // 1 MB/s per client, bursts of 64 KiB.
+    /// let bytes = Gcra::per_second(1_000_000)?.with_burst(65_536)?;
+    /// let limiter = KeyedLimiter::<u32, _>::new(bytes, 10_000)?;
+    /// assert!(limiter.check_key_n(&7, 1_500)?.is_allowed());
+    /// assert!(limiter.check_key_n(&7, 100_000).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn check_key_n(&self, key: &K, cost: u64) -> Result<Decision<A>, InsufficientCapacity> {
         self.check_key_n_at(key, cost, self.clock.now_ns())
@@ -1079,7 +1186,42 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         self.check_key_with_n_at(key, 1, quota, self.clock.now_ns())
     }
 
+    /// Checks one unit for `key` at `now_ns` under `quota` instead of the table's quota.
+    pub fn check_key_with_at(
+        &self,
+        key: &K,
+        quota: &A,
+        now_ns: u64,
+    ) -> Result<Decision<A>, CheckError> {
+        self.check_key_with_n_at(key, 1, quota, now_ns)
+    }
+
+    /// Checks `cost` units for `key` now under `quota` instead of the table's quota.
+    pub fn check_key_with_n(
+        &self,
+        key: &K,
+        cost: u64,
+        quota: &A,
+    ) -> Result<Decision<A>, CheckError> {
+        self.check_key_with_n_at(key, cost, quota, self.clock.now_ns())
+    }
+
     /// Checks `cost` units for `key` at `now_ns` under `quota` instead of the table's quota.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+    ///
+    /// let limiter = KeyedLimiter::builder(Gcra::per_second(10)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// // This key's tier allows bursts of 100.
+    /// let tier = limiter.rebase(&Gcra::per_second(100)?)?;
+    /// assert!(limiter.check_key_with_n_at(&"bulk-user", 60, &tier, 0)?.is_allowed());
+    /// assert!(limiter.check_key_with_n_at(&"bulk-user", 60, &tier, 0)?.is_denied());
+    /// // Half a second later, 50 units have come back.
+    /// assert!(limiter.check_key_with_n_at(&"bulk-user", 60, &tier, 500_000_000)?.is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn check_key_with_n_at(
         &self,
         key: &K,
@@ -1093,6 +1235,18 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
     }
 
     /// Whether one unit for `key` would pass now, consuming nothing and inserting nothing.
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<str, _>::new(FixedWindow::per_minute(2)?, 100)?;
+    /// assert_eq!(limiter.peek_key("bob").remaining(), 2);
+    /// assert_eq!(limiter.entries(), 0);
+    /// let _ = limiter.check_key("bob");
+    /// assert_eq!(limiter.peek_key("bob").remaining(), 1);
+    /// assert_eq!(limiter.peek_key("bob").remaining(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn peek_key(&self, key: &K) -> Decision<A> {
         self.peek_key_at(key, self.clock.now_ns())
     }
@@ -1100,6 +1254,22 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
     /// Whether one unit for `key` would pass at `now_ns`, consuming nothing.
     pub fn peek_key_at(&self, key: &K, now_ns: u64) -> Decision<A> {
         self.peek(key, 1, self.policy.instant(now_ns), &self.policy)
+    }
+
+    /// Whether `cost` units for `key` would pass now, consuming nothing.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_minute(10)?, 100)?;
+    /// assert!(limiter.check_key_n(&9, 8)?.is_allowed());
+    /// assert!(limiter.peek_key_n(&9, 2)?.is_allowed());
+    /// assert!(limiter.peek_key_n(&9, 3)?.is_denied());
+    /// assert!(limiter.peek_key_n(&9, 11).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn peek_key_n(&self, key: &K, cost: u64) -> Result<Decision<A>, InsufficientCapacity> {
+        self.peek_key_n_at(key, cost, self.clock.now_ns())
     }
 
     /// Whether `cost` units for `key` would pass at `now_ns`, consuming nothing.

@@ -699,6 +699,23 @@ fn check_n_is_all_or_nothing_and_rejects_impossible_costs() {
     assert_eq!(free.remaining(), 10);
     assert!(limiter.check_key_n(&1, 0).unwrap().is_allowed());
     assert_eq!(limiter.stats().inserts, 2);
+    // The peek and per-call forms of the same: `peek_key_n` sees the 10 units of key 2 spent.
+    assert!(limiter.peek_key_n(&2, 1).unwrap().is_denied());
+    assert!(limiter.peek_key_n(&4, 10).unwrap().is_allowed());
+    assert!(limiter.peek_key_n(&4, 11).is_err());
+    let tier = FixedWindow::per_second(20).unwrap();
+    assert!(limiter
+        .check_key_with_n(&2, 10, &tier)
+        .unwrap()
+        .is_allowed());
+    assert!(limiter.check_key_with_n(&2, 1, &tier).unwrap().is_denied());
+    assert!(limiter.check_key_with_n(&2, 21, &tier).is_err());
+    assert!(limiter
+        .check_key_with_at(&5, &tier, 0)
+        .unwrap()
+        .is_allowed());
+    assert_eq!(limiter.peek_key_n_at(&5, 1, 0).unwrap().remaining(), 9);
+    assert_eq!(limiter.stats().inserts, 3);
 }
 
 /// A deterministic mixed history (increasing times with some steps back, costs from 0 to the
