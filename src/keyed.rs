@@ -1072,6 +1072,14 @@ impl<K: ?Sized, A: Algorithm, C: Clock, M: KeyMode<K>> KeyedLimiter<K, A, C, M> 
         self.table.stats()
     }
 
+    /// The one-byte lookup hint `key` gets in this table. Not part of the API: for the loom
+    /// models, which need keys whose hints collide to reach some interleavings.
+    #[doc(hidden)]
+    pub fn lookup_hint(&self, key: &K) -> u8 {
+        let (hash, _) = M::identify(&self.hasher, key);
+        self.table.place(hash).hint
+    }
+
     /// Expresses `quota` in this table's units (see the module documentation); checks with the
     /// result skip the conversion.
     ///

@@ -245,3 +245,64 @@ fn a_check_that_loses_a_race_retries_instead_of_denying() {
         assert_eq!(table.stats().inserts, 1);
     });
 }
+
+/// An `Exact` identity is two words, rewritten one after the other when an inserter reclaims a
+/// slot. A check that reads the old key's state and low word, then the new key's high word,
+/// sees a third key's identity: here the checked key, whose lookup hint is chosen to equal the
+/// old key's so that its lookup reads that slot. It must not decide on the old key's state.
+///
+/// Key 1 (`(low 1, high 1)`) used its one unit at 0: spent until 1 s, then reclaimable. Seven
+/// other keys used theirs at 0.9 s (live until 1.9 s). At 1 s a new key `(low 2, high h)`
+/// reclaims key 1's slot; meanwhile, with a reading of 0.5 s, key `(low 1, high h)`, never seen,
+/// is checked: every slot is live at 0.5 s, so the right answer is a refusal of a new key
+/// (untracked), never a denial on key 1's spent state. Fails without the state re-read after
+/// the identity (`SlotOps::unchanged_since`).
+#[test]
+fn a_check_never_decides_on_an_identity_half_rewritten_by_a_reclaim() {
+    explore("keyed: torn two-word identity", 2, || {
+        let table: Arc<KeyedLimiter<u128, Gcra, ManualClock, Exact>> = Arc::new(
+            KeyedLimiter::builder(Gcra::per_second(1).unwrap())
+                .capacity(1)
+                .shards(1)
+                .seed(7)
+                .clock(ManualClock::new())
+                .exact_keys()
+                .build()
+                .unwrap(),
+        );
+        let key = |low: u128, high: u128| low | (high << 64);
+        let old_key = key(1, 1);
+        // The new key's high word, so that the torn identity has the old key's hint.
+        let high = (2..)
+            .find(|&high| table.lookup_hint(&key(1, high)) == table.lookup_hint(&old_key))
+            .unwrap();
+        let (new_key, torn_key) = (key(2, high), key(1, high));
+        assert!(table.check_key_at(&old_key, 0).is_allowed());
+        for other in 0..7 {
+            assert!(table
+                .check_key_at(&key(100 + other, 0), 900_000_000)
+                .is_allowed());
+        }
+        let inserter = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || table.check_key_at(&new_key, SECOND_NS))
+        };
+        let checker = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || table.check_key_at(&torn_key, SECOND_NS / 2))
+        };
+        let inserted = inserter.join().unwrap();
+        assert!(inserted.is_allowed() && !inserted.is_untracked());
+        let checked = checker.join().unwrap();
+        assert!(
+            checked.is_denied() && checked.is_untracked(),
+            "a key never seen was judged on another key's state: {checked:?}"
+        );
+        let stats = table.stats();
+        assert_eq!(
+            (stats.reclaims, stats.refused_new_keys),
+            (1, 1),
+            "{stats:?}"
+        );
+    });
+}
