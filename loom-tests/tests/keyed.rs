@@ -10,7 +10,7 @@
 use loom::sync::Arc;
 use loom::thread;
 use nanolimit::{
-    Algorithm, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, SlidingWindow,
+    Algorithm, Exact, ExactKey, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, SlidingWindow,
 };
 use nanolimit_loom_tests::explore;
 use std::time::Duration;
@@ -20,8 +20,10 @@ const SECOND_NS: u64 = 1_000_000_000;
 /// A keyed GCRA table with `u64` keys stored as `M` says.
 type Table<M> = KeyedLimiter<u64, Gcra, ManualClock, M>;
 
-/// A one-bucket table (8 slots) under `quota`, `Exact` keys.
-fn one_bucket_table<A: Algorithm>(quota: A) -> KeyedLimiter<u64, A, ManualClock, Exact> {
+/// A one-bucket table (8 slots) under `quota`, `Exact` keys of type `K`.
+fn one_bucket_table<K: ExactKey + std::hash::Hash, A: Algorithm>(
+    quota: A,
+) -> KeyedLimiter<K, A, ManualClock, Exact> {
     KeyedLimiter::builder(quota)
         .capacity(1)
         .shards(1)
@@ -260,16 +262,7 @@ fn a_check_that_loses_a_race_retries_instead_of_denying() {
 #[test]
 fn a_check_never_decides_on_an_identity_half_rewritten_by_a_reclaim() {
     explore("keyed: torn two-word identity", 2, || {
-        let table: Arc<KeyedLimiter<u128, Gcra, ManualClock, Exact>> = Arc::new(
-            KeyedLimiter::builder(Gcra::per_second(1).unwrap())
-                .capacity(1)
-                .shards(1)
-                .seed(7)
-                .clock(ManualClock::new())
-                .exact_keys()
-                .build()
-                .unwrap(),
-        );
+        let table = Arc::new(one_bucket_table::<u128, _>(Gcra::per_second(1).unwrap()));
         let key = |low: u128, high: u128| low | (high << 64);
         let old_key = key(1, 1);
         // The new key's high word, so that the torn identity has the old key's hint.
