@@ -43,11 +43,12 @@ pub(crate) use private::Sealed;
 /// - a written word is strictly greater, as an integer, than the word it replaces, and than any
 ///   word for which [`is_fresh`](Self::is_fresh) held at a time no later than `now`; this is
 ///   what makes keyed slots immune to ABA (see the keyed table's documentation). The window
-///   algorithms store their window index modulo 2^24 resp. 2^40, so for windows short enough
-///   to wrap it before the time horizon the word also becomes smaller when the index wraps
-///   forward, and a reading more than the quota's `backward_windows()` behind its stored window
-///   reads as such a wrap; longer windows never wrap, and read every reading behind their
-///   stored window as behind it;
+///   algorithms store their window index modulo 2^24 resp. 2^40, so the word also becomes
+///   smaller when the index wraps forward (only windows short enough to wrap it before the
+///   time horizon do), and when a reading is more than the quota's `backward_windows()` behind
+///   its stored window, which reads as a key idle for a very long time (for windows that never
+///   wrap that takes a reading at least 2^16 resp. 2^30 windows behind, days to years, and
+///   none at all from about 69 s resp. 1.05 ms up);
 /// - a cost of at most [`capacity`](Self::capacity) is always admitted on a fresh state;
 /// - the two largest `u64` values are never produced (keyed tables use them as slot markers).
 ///

@@ -15,10 +15,12 @@
 //!
 //! Clocks may step backwards (the TSC can, across cores), and a reading taken before a
 //! preemption arrives late. Limiters treat an earlier reading as "no time has passed": never a
-//! panic, never an overflow, never extra capacity. The one bound: window quotas short enough
-//! that their stored window index wraps (sliding windows below about 34.5 s, fixed windows
-//! below about 0.53 ms) read a reading more than `backward_windows()` windows behind as a key
-//! idle for nearly a wrap (65 s of 1 ms sliding windows; 18 minutes of 1 µs fixed windows).
+//! panic, never an overflow, never extra capacity. The one bound is for window quotas, whose
+//! packed window index tells "behind" from "idle for a very long time" only so far: a reading
+//! more than the quota's `backward_windows()` behind reads as the latter (65 s of 1 ms sliding
+//! windows, 18 minutes of 1 µs fixed windows; at least 26 days for sliding windows of 34.5 s
+//! and 6.5 days for fixed windows of 0.53 ms, whose index never wraps; no bound at all for
+//! sliding windows from about 69 s and fixed windows from about 1.05 ms).
 
 use crate::sync::{Arc, AtomicU64, Ordering};
 #[cfg(not(nanolimit_loom))]

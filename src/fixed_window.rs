@@ -15,17 +15,17 @@
 //!
 //! # Readings behind the stored window
 //!
-//! Index differences are read as in the sliding window. A reading behind the stored window (a
-//! clock that stepped back, or one taken before a preemption) is judged in the stored window:
-//! it grants no capacity, writes no smaller word, and its `reset_after` / `retry_after` count
-//! from now. Windows of about 0.53 ms or more never wrap their 40-bit index before the time
-//! horizon: every idle period reads as idle, and a reading behind the stored window reads as
-//! such up to [`FixedWindow::backward_windows`] windows behind (2^30 windows, 6.5 days, at
-//! 0.53 ms; 16 years of 1 ms windows; any lag at all from about 1.05 ms up). Shorter windows
-//! wrap every 2^40 windows (12.7 days of 1 µs windows, the shortest allowed); for them a reading
-//! up to [`BACKWARD_WINDOWS`] windows behind (18 minutes of 1 µs windows) is read as behind, and
-//! a key idle for 2^40 − 2^30 windows or more may alias (its old count applies again for up to
-//! 2^30 windows).
+//! Index differences are read as in the sliding window. A reading behind the stored window (a clock
+//! that stepped back, or one taken before a preemption) is judged in the stored window: it grants
+//! no capacity, writes no smaller word, and its `reset_after` / `retry_after` count from now.
+//! Windows of about 0.53 ms or more never wrap their 40-bit index before the time horizon: every
+//! idle period reads as idle, and a reading behind the stored window reads as such up to
+//! [`FixedWindow::backward_windows`] windows behind (just above 2^30 windows, 6.5 days, at the
+//! threshold; 16 years of 1 ms windows; any lag at all from about 1.05 ms up). Shorter windows wrap
+//! every 2^40 windows (12.7 days of 1 µs windows, the shortest allowed); for them a reading up to
+//! [`BACKWARD_WINDOWS`] windows behind (18 minutes of 1 µs windows) is read as behind, and a key
+//! idle for 2^40 − 2^30 windows or more may alias (its old count applies again for up to 2^30
+//! windows).
 
 use crate::algorithm::{Algorithm, Sealed, Step};
 use crate::error::QuotaError;

@@ -36,13 +36,13 @@
 //!
 //! Windows of about 34.5 s or more never wrap their index before the time horizon: every idle
 //! period reads as idle, and a reading behind the stored window reads as such up to
-//! [`SlidingWindow::backward_windows`] windows behind (2^16 windows, 26 days, at 34.5 s; 13
-//! years of per-minute windows; any lag at all from about 69 s up). Shorter windows wrap every 2^24 windows (4.66 hours of 1 ms windows, 194 days of
-//! 1-second windows); for them a reading up to [`BACKWARD_WINDOWS`] windows behind (65 s of 1 ms
-//! windows) is read as behind, a key idle for fewer than 2^24 − 2^16 windows is correctly
-//! fresh, and longer idle periods may alias: with a chance of 2^16 / 2^24 they read as a
-//! reading behind, and the key's old counts apply for up to 2^16 windows. Windows are at least
-//! 1 ms long.
+//! [`SlidingWindow::backward_windows`] windows behind (just above 2^16 windows, 26 days, at the
+//! threshold; 13 years of per-minute windows; any lag at all from about 69 s up). Shorter windows
+//! wrap every 2^24 windows (4.66 hours of 1 ms windows, 194 days of 1-second windows); for them a
+//! reading up to [`BACKWARD_WINDOWS`] windows behind (65 s of 1 ms windows) is read as behind, a
+//! key idle for fewer than 2^24 − 2^16 windows is correctly fresh, and longer idle periods may
+//! alias: with a chance of 2^16 / 2^24 they read as a reading behind, and the key's old counts
+//! apply for up to 2^16 windows. Windows are at least 1 ms long.
 
 use crate::algorithm::{Algorithm, Sealed, Step};
 use crate::error::QuotaError;

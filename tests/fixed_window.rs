@@ -282,8 +282,23 @@ fn a_window_index_ahead_of_now_is_a_clock_that_stepped_back() {
 }
 
 #[test]
-fn a_reading_any_number_of_windows_behind_grants_nothing_unless_the_index_wraps() {
+fn a_reading_behind_the_stored_window_grants_nothing_up_to_backward_windows() {
     assert_a_reading_behind_the_stored_window_grants_nothing(assorted_quotas());
+}
+
+#[test]
+fn backward_windows_are_the_documented_figures() {
+    // 1 µs windows wrap their index: the band. 1 ms and 1 s never do: everything the 40-bit
+    // index leaves above the last window before the horizon (16.6 years of 1 ms windows).
+    let cases = [
+        (Duration::from_micros(1), 1 << 30),
+        (Duration::from_millis(1), 523_050_875_472),
+        (Duration::from_secs(1), 1_098_935_167_023),
+    ];
+    for (window, backward_windows) in cases {
+        let quota = FixedWindow::new(5, window).unwrap();
+        assert_eq!(quota.backward_windows(), backward_windows, "{window:?}");
+    }
 }
 
 #[test]

@@ -406,8 +406,25 @@ fn a_window_index_ahead_of_now_is_a_clock_that_stepped_back() {
 }
 
 #[test]
-fn a_reading_any_number_of_windows_behind_grants_nothing_unless_the_index_wraps() {
+fn a_reading_behind_the_stored_window_grants_nothing_up_to_backward_windows() {
     assert_a_reading_behind_the_stored_window_grants_nothing(assorted_quotas());
+}
+
+#[test]
+fn backward_windows_are_the_documented_figures() {
+    // 1 ms and 1 s windows wrap their index: the band (65 s resp. 18 hours). A minute and an
+    // hour never do: everything the 24-bit index leaves above the last window before the
+    // horizon (13.6 years of minutes; more hours than the horizon holds).
+    let cases = [
+        (Duration::from_millis(1), 1 << 16),
+        (Duration::from_secs(1), 1 << 16),
+        (Duration::from_secs(60), 7_169_536),
+        (Duration::from_secs(3_600), 16_617_088),
+    ];
+    for (window, backward_windows) in cases {
+        let quota = SlidingWindow::new(5, window).unwrap();
+        assert_eq!(quota.backward_windows(), backward_windows, "{window:?}");
+    }
 }
 
 #[test]

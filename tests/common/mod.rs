@@ -482,6 +482,14 @@ pub mod window {
                     assert_eq!(limiter.peek_at(filled_at).state_word(), state);
                 }
             }
+            // One window further back is the documented limit: it reads as a key idle for a
+            // very long time.
+            if let Some(index) = start.checked_sub(backward_windows + 1) {
+                assert!(
+                    quota.is_fresh(state, quota.instant(index * window_ns)),
+                    "{quota:?}"
+                );
+            }
         }
         assert!(never_wrapping > 0, "no quota whose index never wraps");
     }
