@@ -7,7 +7,7 @@ use common::window::{
     assert_a_backward_step_admits_no_more_than_a_monotonic_clock,
     assert_a_reading_behind_the_stored_window_grants_nothing,
     assert_a_written_state_grows_unless_the_index_wrapped,
-    assert_an_index_ahead_of_now_is_a_clock_that_stepped_back,
+    assert_an_index_ahead_of_now_is_a_clock_that_stepped_back, assert_backward_windows_are,
     assert_every_invalid_window_quota_is_rejected, assert_no_input_makes_a_step_panic,
     assert_readings_past_the_horizon_are_clamped, assert_ten_years_later_behaves_as_at_the_origin,
     fill_window, random_window_schedule, WindowQuota,
@@ -415,16 +415,12 @@ fn backward_windows_are_the_documented_figures() {
     // 1 ms and 1 s windows wrap their index: the band (65 s resp. 18 hours). A minute and an
     // hour never do: everything the 24-bit index leaves above the last window before the
     // horizon (13.6 years of minutes; more hours than the horizon holds).
-    let cases = [
+    assert_backward_windows_are::<SlidingWindow>(&[
         (Duration::from_millis(1), 1 << 16),
         (Duration::from_secs(1), 1 << 16),
         (Duration::from_secs(60), 7_169_536),
         (Duration::from_secs(3_600), 16_617_088),
-    ];
-    for (window, backward_windows) in cases {
-        let quota = SlidingWindow::new(5, window).unwrap();
-        assert_eq!(quota.backward_windows(), backward_windows, "{window:?}");
-    }
+    ]);
 }
 
 #[test]

@@ -435,6 +435,15 @@ pub mod window {
         }
     }
 
+    /// Asserts that quotas of each window length report the `backward_windows` given with it
+    /// (figures computed independently of the crate).
+    pub fn assert_backward_windows_are<W: WindowQuota>(cases: &[(Duration, u64)]) {
+        for &(window, backward_windows) in cases {
+            let quota = W::new(5, window).unwrap();
+            assert_eq!(quota.backward_windows(), backward_windows, "{window:?}");
+        }
+    }
+
     /// Asserts that `backward_windows` is the documented figure for every quota, and that a
     /// spent window read at readings behind it, down to the origin where the quota's index
     /// never wraps, stays spent and is never overwritten by a smaller word.
