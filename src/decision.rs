@@ -1,10 +1,10 @@
-//! The result of a check, with everything a caller needs to answer a client.
+//! The result of a check or peek, with everything a caller needs to answer a client.
 
-use crate::algorithm::Algorithm;
+use crate::quota::Quota;
 use std::time::Duration;
 
-/// The outcome of a check: allowed or denied, and — computed only if asked, from the state
-/// word the check already observed, with no further atomic operation — the limit, what
+/// The outcome of a check or peek: allowed or denied, and (computed only if asked, from the
+/// state word the check already observed, with no further atomic operation) the limit, what
 /// remains, and when to come back.
 ///
 /// These are the values behind the `RateLimit-Limit` / `X-RateLimit-Limit`,
@@ -26,48 +26,75 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone, Copy)]
 #[must_use = "a decision says whether the request may proceed"]
-pub struct Decision<A: Algorithm> {
+pub struct Decision<Q: Quota> {
     allowed: bool,
+    entry: Entry,
     cost: u64,
-    /// The word after the check: the stored word if allowed, the observed one if denied.
+    /// The word after the decision: the stored word if allowed, the observed one if denied or
+    /// peeked.
     state: u64,
-    now: A::Instant,
-    policy: A,
-    untracked: bool,
+    now: Q::Instant,
+    quota: Q,
 }
 
-impl<A: Algorithm> Decision<A> {
+/// Whether the decision was made on a state the limiter keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// A direct limiter's state, or a key the table holds (or, for a peek, would insert fresh).
+    Tracked,
+    /// A key a full table admitted without tracking it ([`WhenFull::Allow`](crate::WhenFull)):
+    /// judged as a fresh key, nothing stored.
+    Untracked,
+    /// A new key a full table refused: no slot frees for it before `retry_after_ns`.
+    Refused { retry_after_ns: u64 },
+}
+
+impl<Q: Quota> Decision<Q> {
+    /// A decision made on `state` (the stored word if allowed, the observed one otherwise).
     #[inline]
-    pub(crate) fn new(allowed: bool, cost: u64, state: u64, now: A::Instant, policy: A) -> Self {
+    pub(crate) fn new(allowed: bool, cost: u64, state: u64, now: Q::Instant, quota: Q) -> Self {
         Decision {
             allowed,
+            entry: Entry::Tracked,
             cost,
             state,
             now,
-            policy,
-            untracked: false,
+            quota,
         }
     }
 
-    /// A decision for a key the keyed table had no room to track (see
-    /// [`WhenFull`](crate::WhenFull)): judged as a fresh key, nothing stored.
-    #[inline]
-    pub(crate) fn for_untracked_key(allowed: bool, cost: u64, now: A::Instant, policy: A) -> Self {
+    /// A new key admitted by a full table without being tracked: what it would report as a fresh
+    /// key after this request.
+    #[cold]
+    pub(crate) fn untracked(cost: u64, now: Q::Instant, quota: Q) -> Self {
+        let state = match quota.step(Q::FRESH, now, cost) {
+            crate::quota::Step::Allow(word) => word,
+            crate::quota::Step::Deny => Q::FRESH,
+        };
         Decision {
-            allowed,
+            allowed: true,
+            entry: Entry::Untracked,
             cost,
-            state: A::FRESH,
+            state,
             now,
-            policy,
-            untracked: true,
+            quota,
         }
     }
 
-    /// Whether a keyed table was full of live entries and did not track this key: the decision
-    /// was made by its [`WhenFull`](crate::WhenFull) policy, not by the key's own state.
-    /// Always false for direct limiters.
-    pub fn is_untracked(&self) -> bool {
-        self.untracked
+    /// A new key refused by a full table: nothing remains for it, and it may retry once one of
+    /// the slots it may use frees (at least 1 ns from now, so it never reads as "retry now").
+    #[cold]
+    pub(crate) fn refused(cost: u64, retry_after_ns: u64, now: Q::Instant, quota: Q) -> Self {
+        Decision {
+            allowed: false,
+            entry: Entry::Refused {
+                retry_after_ns: retry_after_ns.max(1),
+            },
+            cost,
+            state: Q::FRESH,
+            now,
+            quota,
+        }
     }
 
     /// Whether the request may proceed.
@@ -82,38 +109,75 @@ impl<A: Algorithm> Decision<A> {
         !self.allowed
     }
 
+    /// Whether a keyed table was full of live entries and did not track this key: the decision
+    /// was made by its [`WhenFull`](crate::WhenFull) policy, not by the key's own state (an
+    /// allowed untracked key, or a refused new key). Always false for direct limiters.
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, KeyedLimiter, ManualClock};
+    ///
+    /// // One shard of one bucket: eight slots.
+    /// let limiter = KeyedLimiter::builder(FixedWindow::per_minute(5)?)
+    ///     .capacity(1)
+    ///     .shards(1)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// for key in 0..8u32 {
+    ///     assert!(limiter.check(&key).is_allowed());
+    /// }
+    /// let refused = limiter.check(&8);
+    /// assert!(refused.is_denied() && refused.is_untracked());
+    /// assert_eq!(refused.remaining(), 0);
+    /// // Not "retry now": the first slot frees when its minute ends.
+    /// assert_eq!(refused.retry_after().as_secs(), 60);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_untracked(&self) -> bool {
+        self.entry != Entry::Tracked
+    }
+
     /// The cost this decision was for.
     pub fn cost(&self) -> u64 {
         self.cost
     }
 
-    /// The quota's capacity: the GCRA burst, or the limit per window.
+    /// The quota's limit: the GCRA burst, or the limit per window.
     pub fn limit(&self) -> u64 {
-        self.policy.capacity()
+        self.quota.limit()
     }
 
     /// How many unit-cost requests would pass right after this decision.
     pub fn remaining(&self) -> u64 {
-        self.policy.remaining(self.state, self.now)
+        match self.entry {
+            Entry::Refused { .. } => 0,
+            Entry::Tracked | Entry::Untracked => self.quota.remaining(self.state, self.now),
+        }
     }
 
-    /// How long until the full capacity is available again, with no further traffic.
+    /// How long until the whole limit is available again, with no further traffic.
     pub fn reset_after(&self) -> Duration {
-        Duration::from_nanos(self.policy.reset_after_ns(self.state, self.now))
+        Duration::from_nanos(match self.entry {
+            Entry::Refused { retry_after_ns } => retry_after_ns,
+            Entry::Tracked | Entry::Untracked => self.quota.reset_after_ns(self.state, self.now),
+        })
     }
 
     /// How long until this request would pass, with no other traffic: zero when allowed.
     pub fn retry_after(&self) -> Duration {
-        if self.allowed || self.untracked {
-            Duration::ZERO
-        } else {
-            Duration::from_nanos(self.policy.retry_after_ns(self.state, self.now, self.cost))
+        if self.allowed {
+            return Duration::ZERO;
         }
+        Duration::from_nanos(match self.entry {
+            Entry::Refused { retry_after_ns } => retry_after_ns,
+            Entry::Tracked | Entry::Untracked => {
+                self.quota.retry_after_ns(self.state, self.now, self.cost)
+            }
+        })
     }
 
-    /// The quota the decision was made under.
-    pub fn policy(&self) -> &A {
-        &self.policy
+    /// The quota the decision was made under (the request's tier, if it had one).
+    pub fn quota(&self) -> &Q {
+        &self.quota
     }
 
     /// The raw state word after the decision (for diagnostics and simulations).
@@ -158,11 +222,11 @@ impl<A: Algorithm> Decision<A> {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RateLimitHeaders {
-    /// `RateLimit-Limit`: the quota's capacity.
+    /// `RateLimit-Limit`: the quota's limit.
     pub limit: u64,
     /// `RateLimit-Remaining`: unit requests that would pass now.
     pub remaining: u64,
-    /// `RateLimit-Reset`: seconds until the capacity is full again.
+    /// `RateLimit-Reset`: seconds until the whole limit is available again.
     pub reset_seconds: u64,
     /// `Retry-After`: seconds to wait, present only on a denial.
     pub retry_after_seconds: Option<u64>,

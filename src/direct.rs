@@ -1,10 +1,11 @@
 //! Direct limiters: one quota, one state word, shared by every caller.
 
-use crate::algorithm::Algorithm;
-use crate::clock::{Clock, QuantaClock};
+use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::decision::Decision;
-use crate::driver::{self, Applied};
-use crate::error::InsufficientCapacity;
+use crate::driver::{self, Applied, Attempt};
+use crate::error::{QuotaError, RequestError};
+use crate::quota::{Quota, Step};
+use crate::request::{Request, Tier};
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
@@ -12,51 +13,61 @@ use crossbeam_utils::CachePadded;
 ///
 /// Lock-free: a check is one load, the algorithm's arithmetic and (if allowed) one
 /// compare-and-swap on a cache-padded `AtomicU64`; a denial writes nothing. No allocation.
+/// Share it between threads by reference or in an [`Arc`](std::sync::Arc).
+///
+/// | operation | shorthand | packet-loop form | full form |
+/// |---|---|---|---|
+/// | consume if it fits | [`check`](Self::check) | [`check_at`](Self::check_at) | [`check_with`](Self::check_with) |
+/// | ask without consuming | [`peek`](Self::peek) | | [`peek_with`](Self::peek_with) |
 ///
 /// ```
 /// use nanolimit::{Gcra, Limiter};
+/// use std::sync::Arc;
 ///
-/// let limiter = Limiter::new(Gcra::per_second(1_000)?);
-/// if limiter.check().is_allowed() {
-///     // handle the request
-/// }
+/// let limiter = Arc::new(Limiter::new(Gcra::per_second(1_000)?));
+/// let worker = {
+///     let limiter = Arc::clone(&limiter);
+///     std::thread::spawn(move || limiter.check().is_allowed())
+/// };
+/// assert!(worker.join().unwrap());
+/// assert!(limiter.check().is_allowed());
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
 #[derive(Debug)]
-pub struct Limiter<A: Algorithm, C: Clock = QuantaClock> {
+pub struct Limiter<Q: Quota, C: Clock = QuantaClock> {
     state: CachePadded<AtomicU64>,
-    policy: A,
+    quota: Q,
     clock: C,
 }
 
-impl<A: Algorithm> Limiter<A, QuantaClock> {
+impl<Q: Quota> Limiter<Q, QuantaClock> {
     /// A limiter on the default clock ([`QuantaClock`]).
-    pub fn new(policy: A) -> Self {
-        Self::with_clock(policy, QuantaClock::new())
+    pub fn new(quota: Q) -> Self {
+        Self::with_clock(quota, QuantaClock::new())
     }
 }
 
-impl<A: Algorithm, C: Clock> Limiter<A, C> {
+impl<Q: Quota, C: Clock> Limiter<Q, C> {
     /// A limiter reading time from `clock`.
     ///
     /// ```
     /// use nanolimit::{Limiter, ManualClock, SlidingWindow};
     ///
     /// let limiter = Limiter::with_clock(SlidingWindow::per_second(5)?, ManualClock::new());
-    /// assert_eq!(limiter.policy().limit(), 5);
+    /// assert_eq!(limiter.quota().limit(), 5);
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
-    pub fn with_clock(policy: A, clock: C) -> Self {
+    pub fn with_clock(quota: Q, clock: C) -> Self {
         Limiter {
-            state: CachePadded::new(AtomicU64::new(A::FRESH)),
-            policy,
+            state: CachePadded::new(AtomicU64::new(Q::FRESH)),
+            quota,
             clock,
         }
     }
 
     /// The quota this limiter enforces.
-    pub fn policy(&self) -> &A {
-        &self.policy
+    pub fn quota(&self) -> &Q {
+        &self.quota
     }
 
     /// The clock this limiter reads.
@@ -64,55 +75,90 @@ impl<A: Algorithm, C: Clock> Limiter<A, C> {
         &self.clock
     }
 
-    /// Checks one unit of cost now.
+    /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
+    /// [`Request::at`].
     #[inline]
-    pub fn check(&self) -> Decision<A> {
-        self.check_at(self.clock.now_ns())
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
     }
 
-    /// Checks one unit of cost at `now_ns` (a reading of this limiter's clock).
+    /// `quota` made ready for requests to this limiter ([`Request::tier`]): validated and
+    /// expressed in its state's units once, here.
     ///
     /// ```
-    /// use nanolimit::{Gcra, Limiter, ManualClock};
+    /// use nanolimit::{Gcra, Limiter, ManualClock, Request};
     ///
-    /// let limiter = Limiter::with_clock(Gcra::per_second(1)?, ManualClock::new());
-    /// assert!(limiter.check_at(0).is_allowed());
-    /// assert!(limiter.check_at(500_000_000).is_denied());
-    /// assert!(limiter.check_at(1_000_000_000).is_allowed());
+    /// let limiter = Limiter::with_clock(Gcra::per_second(10)?, ManualClock::new());
+    /// let bulk = limiter.tier(Gcra::per_second(10)?.with_burst(100)?)?;
+    /// assert!(limiter.check_with(Request::cost(60).tier(bulk))?.is_allowed());
+    /// assert!(limiter.check().is_denied());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
+        Tier::new(quota, &self.quota)
+    }
+
+    /// Checks one unit now: consumes it if it fits.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter};
+    ///
+    /// let limiter = Limiter::new(Gcra::per_second(2)?);
+    /// assert!(limiter.check().is_allowed());
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     #[inline]
-    pub fn check_at(&self, now_ns: u64) -> Decision<A> {
-        // Every quota's capacity is at least 1.
-        self.decide(1, self.policy.instant(now_ns))
+    pub fn check(&self) -> Decision<Q> {
+        self.check_at(self.clock.now())
     }
 
-    /// Checks `cost` units now, all or nothing.
-    ///
-    /// Errors when `cost` exceeds the quota's capacity: such a request can never pass.
+    /// Checks one unit at `now`, a reading the caller already holds: no clock read. The
+    /// packet-loop form: infallible and as cheap as a check gets.
     ///
     /// ```
-    /// use nanolimit::{Gcra, Limiter, ManualClock};
+    /// use nanolimit::{Gcra, Limiter, Timestamp};
+    ///
+    /// let limiter = Limiter::new(Gcra::per_second(1)?);
+    /// let now = limiter.now();
+    /// assert!(limiter.check_at(now).is_allowed());
+    /// assert!(limiter.check_at(now).is_denied());
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[inline]
+    pub fn check_at(&self, now: Timestamp) -> Decision<Q> {
+        // Every quota's limit is at least 1.
+        self.decide(&self.quota, 1, self.quota.instant(now))
+    }
+
+    /// Checks `request` (cost, time, tier; see [`Request`]): consumes its cost, all or nothing,
+    /// if it fits.
+    ///
+    /// Errors when the request can never pass: a cost above the quota's limit.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock, Request, RequestError};
     ///
     /// let limiter = Limiter::with_clock(Gcra::per_second(1_500)?, ManualClock::new());
-    /// assert!(limiter.check_n(1_000)?.is_allowed());
-    /// assert!(limiter.check_n(1_000)?.is_denied());
-    /// assert!(limiter.check_n(1_501).is_err());
+    /// assert!(limiter.check_with(Request::cost(1_000))?.is_allowed());
+    /// assert!(limiter.check_with(Request::cost(1_000))?.is_denied());
+    /// assert!(matches!(
+    ///     limiter.check_with(Request::cost(1_501)),
+    ///     Err(RequestError::CostAboveLimit { .. })
+    /// ));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn check_n(&self, cost: u64) -> Result<Decision<A>, InsufficientCapacity> {
-        self.check_n_at(cost, self.clock.now_ns())
+    pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        let resolved = request.resolve(&self.quota)?;
+        let now = request.at.unwrap_or_else(|| self.clock.now());
+        Ok(self.decide(
+            &resolved.quota,
+            resolved.cost,
+            resolved.quota.instant(now),
+        ))
     }
 
-    /// Checks `cost` units at `now_ns`, all or nothing.
-    #[inline]
-    pub fn check_n_at(&self, cost: u64, now_ns: u64) -> Result<Decision<A>, InsufficientCapacity> {
-        InsufficientCapacity::check(&self.policy, cost)?;
-        Ok(self.decide(cost, self.policy.instant(now_ns)))
-    }
-
-    /// Whether one unit would pass now, without consuming anything.
+    /// Whether one unit would pass now, consuming nothing.
     ///
     /// ```
     /// use nanolimit::{Gcra, Limiter, ManualClock};
@@ -125,49 +171,66 @@ impl<A: Algorithm, C: Clock> Limiter<A, C> {
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     #[inline]
-    pub fn peek(&self) -> Decision<A> {
-        self.peek_at(self.clock.now_ns())
+    pub fn peek(&self) -> Decision<Q> {
+        self.peek_decision(&self.quota, 1, self.quota.instant(self.clock.now()))
     }
 
-    /// Whether one unit would pass at `now_ns`, without consuming anything.
+    /// Whether `request` would pass, consuming nothing.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock, Request};
+    ///
+    /// let limiter = Limiter::with_clock(Gcra::per_minute(10)?, ManualClock::new());
+    /// assert!(limiter.check_with(Request::cost(8))?.is_allowed());
+    /// assert!(limiter.peek_with(Request::cost(2))?.is_allowed());
+    /// assert!(limiter.peek_with(Request::cost(3))?.is_denied());
+    /// assert!(limiter.peek_with(Request::cost(11)).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn peek_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        let resolved = request.resolve(&self.quota)?;
+        let now = request.at.unwrap_or_else(|| self.clock.now());
+        Ok(self.peek_decision(
+            &resolved.quota,
+            resolved.cost,
+            resolved.quota.instant(now),
+        ))
+    }
+
+    /// The core every check funnels into: `cost` (at most `quota`'s limit) at `now`. One
+    /// compare-and-swap attempt; a lost race retries on the cold path.
     #[inline]
-    pub fn peek_at(&self, now_ns: u64) -> Decision<A> {
-        self.peek_decision(1, self.policy.instant(now_ns))
-    }
-
-    /// Whether `cost` units would pass now, without consuming anything.
-    pub fn peek_n(&self, cost: u64) -> Result<Decision<A>, InsufficientCapacity> {
-        self.peek_n_at(cost, self.clock.now_ns())
-    }
-
-    /// Whether `cost` units would pass at `now_ns`, without consuming anything.
-    pub fn peek_n_at(&self, cost: u64, now_ns: u64) -> Result<Decision<A>, InsufficientCapacity> {
-        InsufficientCapacity::check(&self.policy, cost)?;
-        Ok(self.peek_decision(cost, self.policy.instant(now_ns)))
-    }
-
-    #[inline]
-    fn decide(&self, cost: u64, now: A::Instant) -> Decision<A> {
+    fn decide(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
         if cost == 0 {
-            return self.peek_decision(0, now);
+            return self.peek_decision(quota, 0, now);
         }
         // ORDERING: Acquire, so that the word is examined with the same visibility the driver's
         // failed compare-and-swap gives (see `driver::apply`).
         let observed = self.state.load(Ordering::Acquire);
-        match driver::apply(&self.state, observed, |word| {
-            Some(self.policy.step(word, now, cost))
-        }) {
-            Applied::Allowed { current } => Decision::new(true, cost, current, now, self.policy),
-            Applied::Denied { observed } => Decision::new(false, cost, observed, now, self.policy),
+        match driver::attempt(&self.state, observed, quota.step(observed, now, cost)) {
+            Attempt::Allowed { current } => Decision::new(true, cost, current, now, *quota),
+            Attempt::Denied => Decision::new(false, cost, observed, now, *quota),
+            Attempt::Lost { actual } => self.decide_contended(quota, cost, now, actual),
+        }
+    }
+
+    /// [`decide`](Self::decide) after a lost race: the shared driver, from the word that won.
+    #[cold]
+    #[inline(never)]
+    fn decide_contended(&self, quota: &Q, cost: u64, now: Q::Instant, observed: u64) -> Decision<Q> {
+        match driver::apply(&self.state, observed, |word| Some(quota.step(word, now, cost))) {
+            Applied::Allowed { current } => Decision::new(true, cost, current, now, *quota),
+            Applied::Denied { observed } => Decision::new(false, cost, observed, now, *quota),
             Applied::Aborted => unreachable!("a direct limiter's step never aborts"),
         }
     }
 
-    fn peek_decision(&self, cost: u64, now: A::Instant) -> Decision<A> {
+    /// The core every peek funnels into.
+    #[inline]
+    fn peek_decision(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
         // ORDERING: Acquire, as in `decide`; nothing is written.
         let observed = self.state.load(Ordering::Acquire);
-        let allowed =
-            cost == 0 || matches!(self.policy.step(observed, now, cost), crate::Step::Allow(_));
-        Decision::new(allowed, cost, observed, now, self.policy)
+        let allowed = cost == 0 || matches!(quota.step(observed, now, cost), Step::Allow(_));
+        Decision::new(allowed, cost, observed, now, *quota)
     }
 }

@@ -1,7 +1,7 @@
 //! The one compare-and-swap driver that applies any algorithm's step function to a state word,
 //! for direct and keyed limiters alike.
 
-use crate::algorithm::Step;
+use crate::quota::Step;
 use crate::sync::{AtomicU64, Ordering};
 
 /// What the driver did.

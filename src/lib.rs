@@ -3,18 +3,27 @@
 //! Lock-free rate limiting for hot paths: packet loops, request loops in multi-threaded
 //! servers, anywhere a mutex or an allocation per call is too expensive.
 //!
-//! - Algorithms: [`Gcra`] (token bucket / leaky bucket as a meter), [`SlidingWindow`] counter
-//!   and [`FixedWindow`] counter. Each keeps its state in a single `u64`, updated by one
+//! - Quotas: [`Gcra`] (token bucket / leaky bucket as a meter), [`SlidingWindow`] counter and
+//!   [`FixedWindow`] counter. Each keeps its state in a single `u64`, updated by one
 //!   compare-and-swap; a denial writes nothing.
 //! - [`Limiter`]: one state shared by all callers. [`KeyedLimiter`]: one state per key, in a
 //!   bounded, sharded, cache-padded table.
 //! - Every check returns a [`Decision`]: allowed or not, and on demand the limit, what remains,
 //!   reset-after and retry-after (the `RateLimit-*` and `Retry-After` header values).
 //! - Time comes from a [`Clock`] ([`QuantaClock`] by default, [`ManualClock`] for tests), or
-//!   from the caller: every check has an `_at(now_ns)` form.
+//!   from the caller as a [`Timestamp`].
+//!
+//! Each operation has a shorthand for the common case and a full form taking a [`Request`]
+//! (cost, caller-supplied time, [`Tier`]); checks also have an infallible packet-loop form:
+//!
+//! | operation | direct: shorthand / full form | keyed: shorthand / full form |
+//! |---|---|---|
+//! | consume if it fits | [`check()`](Limiter::check) / [`check_with(request)`](Limiter::check_with) | [`check(&key)`](KeyedLimiter::check) / [`check_with(&key, request)`](KeyedLimiter::check_with) |
+//! | the same, at a time the caller holds | [`check_at(now)`](Limiter::check_at) | [`check_at(&key, now)`](KeyedLimiter::check_at) |
+//! | ask without consuming | [`peek()`](Limiter::peek) / [`peek_with(request)`](Limiter::peek_with) | [`peek(&key)`](KeyedLimiter::peek) / [`peek_with(&key, request)`](KeyedLimiter::peek_with) |
 //!
 //! ```
-//! use nanolimit::{Gcra, Limiter, ManualClock};
+//! use nanolimit::{Gcra, Limiter, ManualClock, Request};
 //! use std::time::Duration;
 //!
 //! let clock = ManualClock::new();
@@ -25,37 +34,45 @@
 //! assert!(denied.is_denied());
 //! assert_eq!(denied.retry_after(), Duration::from_millis(500));
 //! clock.advance(Duration::from_millis(500));
-//! assert!(limiter.check().is_allowed());
-//! # Ok::<(), nanolimit::QuotaError>(())
+//! assert!(limiter.check_with(Request::cost(1))?.is_allowed());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The modules follow the layers: [`quota`] (pure step functions) → the compare-and-swap driver
+//! → [`Decision`] and [`Request`] → the limiters ([`Limiter`], [`keyed`]) → [`clock`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod algorithm;
-mod clock;
-mod decision;
-mod direct;
-mod driver;
-mod error;
-pub mod fixed_window;
-pub mod gcra;
-pub mod keyed;
-pub mod sliding_window;
-mod sync;
-mod window;
+pub mod quota;
 
-pub use algorithm::{Algorithm, Step};
+mod driver;
+
+mod decision;
+mod error;
+mod request;
+
+mod direct;
+pub mod keyed;
+
+pub mod clock;
+
+mod sync;
+
+pub use quota::{FixedWindow, Gcra, Quota, SlidingWindow, Step};
+
+pub use decision::{Decision, RateLimitHeaders};
+pub use error::{QuotaError, RequestError, TimestampError};
+pub use request::{Request, Tier};
+
+pub use direct::Limiter;
+pub use keyed::{
+    Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyedLimiter, KeyedLimiterBuilder, KeyedStats,
+    TableError, WhenFull,
+};
+
 #[cfg(not(nanolimit_loom))]
 pub use clock::UpkeepClock;
-pub use clock::{Clock, ManualClock, QuantaClock, TIME_HORIZON_NS};
-pub use decision::{Decision, RateLimitHeaders};
-pub use direct::Limiter;
-pub use error::{InsufficientCapacity, QuotaError};
-pub use fixed_window::FixedWindow;
-pub use gcra::Gcra;
-pub use keyed::*;
-pub use sliding_window::SlidingWindow;
-pub use window::WindowInstant;
+pub use clock::{Clock, ManualClock, QuantaClock, Timestamp};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -1,5 +1,5 @@
 //! The quotas of the direct-limiter benchmarks, shared by `benches/direct.rs` and
-//! `examples/callgrind_direct.rs` (included by `#[path]`), so both measure the same thing.
+//! `benches/callgrind_direct.rs` (included by `#[path]`), so both measure the same thing.
 
 use nanolimit::{FixedWindow, Gcra, SlidingWindow};
 use std::num::NonZeroU32;
@@ -15,7 +15,7 @@ pub fn generous_gcra() -> Gcra {
 /// About 1,000 units per microsecond over 1 ms windows: no single thread can exhaust it.
 pub fn generous_sliding_window() -> SlidingWindow {
     SlidingWindow::new(
-        nanolimit::sliding_window::MAX_LIMIT,
+        SlidingWindow::MAX_LIMIT,
         Duration::from_millis(1),
     )
     .expect("valid quota")
@@ -23,7 +23,7 @@ pub fn generous_sliding_window() -> SlidingWindow {
 
 /// About 16,000 units per microsecond over 1 ms windows: no single thread can exhaust it.
 pub fn generous_fixed_window() -> FixedWindow {
-    FixedWindow::new(nanolimit::fixed_window::MAX_LIMIT, Duration::from_millis(1))
+    FixedWindow::new(FixedWindow::MAX_LIMIT, Duration::from_millis(1))
         .expect("valid quota")
 }
 

@@ -8,7 +8,7 @@ use governor::clock::{DefaultClock, QuantaUpkeepClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use nanolimit::{
-    Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock, UpkeepClock, WhenFull,
+    Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock, Timestamp, UpkeepClock, WhenFull,
 };
 use std::hash::BuildHasher;
 
@@ -82,31 +82,31 @@ nanolimit_subject!(
     KeyedLimiter<u64, Gcra, QuantaClock, Hashed>,
     "nanolimit_hashed",
     build: |builder| builder,
-    check: |self, key, _now_ns| self.check_key(&key).is_allowed(),
+    check: |self, key, _now_ns| KeyedLimiter::check(self, &key).is_allowed(),
 );
 nanolimit_subject!(
     KeyedLimiter<u64, Gcra, ManualClock, Hashed>,
     "nanolimit_hashed_caller_time",
     build: |builder| builder.clock(ManualClock::new()),
-    check: |self, key, now_ns| self.check_key_at(&key, now_ns).is_allowed(),
+    check: |self, key, now_ns| self.check_at(&key, Timestamp::saturating_from_ns(now_ns)).is_allowed(),
 );
 nanolimit_subject!(
     KeyedLimiter<u64, Gcra, QuantaClock, Exact>,
     "nanolimit_exact",
     build: |builder| builder.exact_keys(),
-    check: |self, key, _now_ns| self.check_key(&key).is_allowed(),
+    check: |self, key, _now_ns| KeyedLimiter::check(self, &key).is_allowed(),
 );
 nanolimit_subject!(
     KeyedLimiter<u64, Gcra, ManualClock, Exact>,
     "nanolimit_exact_caller_time",
     build: |builder| builder.clock(ManualClock::new()).exact_keys(),
-    check: |self, key, now_ns| self.check_key_at(&key, now_ns).is_allowed(),
+    check: |self, key, now_ns| self.check_at(&key, Timestamp::saturating_from_ns(now_ns)).is_allowed(),
 );
 nanolimit_subject!(
     KeyedLimiter<u64, Gcra, UpkeepClock, Hashed>,
     "nanolimit_hashed_upkeep_clock",
-    build: |builder| builder.clock(UpkeepClock::new(UpkeepClock::DEFAULT_INTERVAL)),
-    check: |self, key, _now_ns| self.check_key(&key).is_allowed(),
+    build: |builder| builder.clock(UpkeepClock::new(UpkeepClock::DEFAULT_INTERVAL).expect("upkeep thread")),
+    check: |self, key, _now_ns| KeyedLimiter::check(self, &key).is_allowed(),
 );
 
 /// A hasher for governor's `DashMap`, named for benchmark ids.

@@ -1,6 +1,10 @@
-//! Helpers shared by the per-algorithm edge-case tests (`gcra.rs`, `sliding_window.rs`,
-//! `fixed_window.rs`), written once over [`Algorithm`]: the capacity an algorithm reports is the
-//! GCRA burst or the window limit.
+//! Helpers shared by the test binaries; each uses a part of them. Keyed-table helpers are in
+//! [`keyed`]. The per-algorithm edge-case helpers (`gcra.rs`, `sliding_window.rs`,
+//! `fixed_window.rs`) are written once over [`Algorithm`]: the capacity an algorithm reports is
+//! the GCRA burst or the window limit.
+#![allow(dead_code)]
+
+pub mod keyed;
 
 use nanolimit::{
     Algorithm, Decision, InsufficientCapacity, Limiter, ManualClock, Step, TIME_HORIZON_NS,

@@ -5,9 +5,9 @@
 //!
 //! | bits | field | constant |
 //! |---|---|---|
-//! | 0..20 | `current_count`: cost admitted in the current window | [`CURRENT_COUNT_SHIFT`], [`COUNT_MASK`] |
-//! | 20..40 | `previous_count`: cost admitted in the window before it | [`PREVIOUS_COUNT_SHIFT`], [`COUNT_MASK`] |
-//! | 40..64 | `window_index`: the current window's index, modulo 2^24 | [`WINDOW_INDEX_SHIFT`], [`WINDOW_INDEX_MASK`] |
+//! | 0..20 | `current_count`: cost admitted in the current window | `CURRENT_COUNT_SHIFT`, `COUNT_MASK` |
+//! | 20..40 | `previous_count`: cost admitted in the window before it | `PREVIOUS_COUNT_SHIFT`, `COUNT_MASK` |
+//! | 40..64 | `window_index`: the current window's index, modulo 2^24 | `WINDOW_INDEX_SHIFT`, `WINDOW_INDEX_MASK` |
 //!
 //! # Rule
 //!
@@ -21,62 +21,66 @@
 //! window (with an exact fraction, the previous window's share never reaches 0 before the
 //! window ends, and a saturated key would get `L − 1`), as long as the limit is below the
 //! window length in nanoseconds (always, unless over 10^6 per 1 ms window); the exact weighted
-//! count may then exceed `L` by less than one unit. Like every sliding-window counter, it assumes the
-//! previous window's traffic was spread evenly: bursty on/off traffic is admitted at less than
-//! `L` per window.
+//! count may then exceed `L` by less than one unit.
+//!
+//! # Overshoot
+//!
+//! The estimate assumes the previous window's traffic was spread evenly over it. When it was
+//! not, the count in a window-long interval that straddles a boundary can approach twice the
+//! limit: with [`SlidingWindow::per_second(10)`](SlidingWindow::per_second), 10 requests at
+//! 0.9 s and then one attempt every 100 ms admit 18 requests in [0.9 s, 1.9 s) (the test
+//! `the_overshoot_across_a_boundary_is_as_documented` replays it). Any sliding-window counter
+//! does this; in any interval of one window length it admits less than `2 × L`. Bursty on/off
+//! traffic is also admitted at less than `L` per window. When every window of length `W` must
+//! hold at most `L`, pick an exact sliding log instead (one timestamp per admitted unit; not in
+//! this version of the crate), or a fixed window of half the limit.
 //!
 //! # Wrapped window indices, and readings behind the stored window
 //!
 //! The index is stored modulo 2^24. Reading the stored index against now's, a difference `d`
 //! (mod 2^24) of 0 is the same window, 1 the next, and any other up to the quota's forward
 //! limit is "long ago": the state is fresh. A larger difference is a reading behind the stored
-//! window (a clock that stepped back, or a reading taken before a preemption): the request is
-//! judged in the stored window as if at its very start, which grants no capacity and writes no
-//! smaller word, and `reset_after` / `retry_after` count from now.
-//!
-//! Windows of about 34.5 s or more never wrap their index before the time horizon: every idle
-//! period reads as idle, and a reading behind the stored window reads as such up to
-//! [`SlidingWindow::backward_windows`] windows behind (just above 2^16 windows, 26 days, at the
-//! threshold; 13 years of per-minute windows; any lag at all from about 69 s up). Shorter windows
-//! wrap every 2^24 windows (4.66 hours of 1 ms windows, 194 days of 1-second windows); for them a
-//! reading up to [`BACKWARD_WINDOWS`] windows behind (65 s of 1 ms windows) is read as behind, a
-//! key idle for fewer than 2^24 − 2^16 windows is correctly fresh, and longer idle periods may
-//! alias: with a chance of 2^16 / 2^24 they read as a reading behind, and the key's old counts
-//! apply for up to 2^16 windows. Windows are at least 1 ms long.
+//! window, judged at the start of the stored window, where the previous window weighs the
+//! most: it grants no capacity and writes no smaller word (see
+//! [readings behind the state](crate::quota#readings-behind-the-state) for the bound and its
+//! figures).
 
-use crate::algorithm::{Algorithm, Sealed, Step};
+use super::{Quota, Sealed, Step};
+use crate::clock::Timestamp;
 use crate::error::QuotaError;
-use crate::window::{WindowInstant, WindowLength};
+use super::window::{WindowInstant, WindowLength};
 use std::time::Duration;
 
 /// Width of each count field.
-pub const COUNT_BITS: u32 = 20;
+pub(crate) const COUNT_BITS: u32 = 20;
 /// Mask of a count field once shifted down.
-pub const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+pub(crate) const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 /// Position of `current_count`.
-pub const CURRENT_COUNT_SHIFT: u32 = 0;
+pub(crate) const CURRENT_COUNT_SHIFT: u32 = 0;
 /// Position of `previous_count`.
-pub const PREVIOUS_COUNT_SHIFT: u32 = COUNT_BITS;
+pub(crate) const PREVIOUS_COUNT_SHIFT: u32 = COUNT_BITS;
 /// Position of `window_index`.
-pub const WINDOW_INDEX_SHIFT: u32 = 2 * COUNT_BITS;
+pub(crate) const WINDOW_INDEX_SHIFT: u32 = 2 * COUNT_BITS;
 /// Width of `window_index`.
-pub const WINDOW_INDEX_BITS: u32 = 64 - WINDOW_INDEX_SHIFT;
+pub(crate) const WINDOW_INDEX_BITS: u32 = 64 - WINDOW_INDEX_SHIFT;
 /// Mask of `window_index` once shifted down.
-pub const WINDOW_INDEX_MASK: u64 = (1 << WINDOW_INDEX_BITS) - 1;
+pub(crate) const WINDOW_INDEX_MASK: u64 = (1 << WINDOW_INDEX_BITS) - 1;
 /// For windows short enough that their index wraps (below about 34.5 s), how many windows a
 /// reading may lag behind the stored window and still be read as behind it, rather than as a
-/// key idle for nearly 2^24 windows (see the module documentation).
-pub const BACKWARD_WINDOWS: u64 = 1 << 16;
+/// key idle for nearly 2^24 windows.
+pub(crate) const BACKWARD_WINDOWS: u64 = 1 << 16;
 /// The largest limit per window (a few values are kept clear of the count field's maximum).
-pub const MAX_LIMIT: u64 = COUNT_MASK - 15;
+pub(crate) const MAX_LIMIT: u64 = COUNT_MASK - 15;
 /// The shortest window.
-pub const MIN_WINDOW_NS: u64 = 1_000_000;
+pub(crate) const MIN_WINDOW_NS: u64 = 1_000_000;
 
 /// A sliding-window-counter quota: at most `limit` units in any window of `window` length,
 /// estimated by weighting the previous fixed window (the approach of Cloudflare's limiter), at
 /// a fraction of the memory of an exact log. See the [module documentation](self) for the rule.
 ///
 /// Limits, checked at construction: `1 <= limit <= 1,048,560`; `1 ms <= window <= ~18 years`.
+/// Across a window boundary it can admit up to about twice the limit in one window-long
+/// interval (see [its overshoot](self#overshoot)).
 ///
 /// ```
 /// use nanolimit::{Limiter, ManualClock, SlidingWindow};
@@ -96,6 +100,12 @@ pub struct SlidingWindow {
 }
 
 impl SlidingWindow {
+    /// The largest limit per window.
+    pub const MAX_LIMIT: u64 = MAX_LIMIT;
+
+    /// The shortest window.
+    pub const MIN_WINDOW: Duration = Duration::from_nanos(MIN_WINDOW_NS);
+
     /// At most `limit` units in any sliding window of length `window`.
     pub const fn new(limit: u64, window: Duration) -> Result<SlidingWindow, QuotaError> {
         match WindowLength::with_limit(limit, MAX_LIMIT, window, MIN_WINDOW_NS) {
@@ -134,15 +144,15 @@ impl SlidingWindow {
     }
 
     /// How many windows a reading may lag behind a key's stored window and still be judged in
-    /// it (granting no capacity): [`BACKWARD_WINDOWS`] for windows whose index wraps (below
-    /// about 34.5 s), more for longer ones (see the module documentation).
+    /// it (granting no capacity): 2^16 for windows whose index wraps (below about 34.5 s), more
+    /// for longer ones ([figures](crate::quota#readings-behind-the-state)).
     ///
     /// ```
-    /// use nanolimit::sliding_window::{SlidingWindow, BACKWARD_WINDOWS};
+    /// use nanolimit::SlidingWindow;
     ///
     /// let minutes_in_13_years = 13 * 365 * 24 * 60;
     /// assert!(SlidingWindow::per_minute(100)?.backward_windows() > minutes_in_13_years);
-    /// assert_eq!(SlidingWindow::per_second(100)?.backward_windows(), BACKWARD_WINDOWS);
+    /// assert_eq!(SlidingWindow::per_second(100)?.backward_windows(), 1 << 16);
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     pub const fn backward_windows(&self) -> u64 {
@@ -158,27 +168,37 @@ impl SlidingWindow {
         let current = (state >> CURRENT_COUNT_SHIFT) & COUNT_MASK;
         let now_index = now.window_index & WINDOW_INDEX_MASK;
         let distance = now_index.wrapping_sub(stored_index) & WINDOW_INDEX_MASK;
-        let (index, previous, current, elapsed_ns, delay_ns) = if distance == 0 {
-            (stored_index, previous, current, now.elapsed_ns, 0)
+        if distance == 0 {
+            View {
+                index: stored_index,
+                previous,
+                current,
+                elapsed_ns: now.elapsed_ns,
+            }
         } else if distance == 1 {
-            (now_index, current, 0, now.elapsed_ns, 0)
+            View {
+                index: now_index,
+                previous: current,
+                current: 0,
+                elapsed_ns: now.elapsed_ns,
+            }
         } else if distance > self.forward_windows && (previous | current) != 0 {
-            // A reading behind the stored window: stay in the stored window, at its start,
-            // where the previous window weighs the most; that start is this far ahead.
-            let windows_ahead = WINDOW_INDEX_MASK + 1 - distance;
-            let delay_ns = windows_ahead
-                .saturating_mul(self.length.window_ns)
-                .saturating_sub(now.elapsed_ns);
-            (stored_index, previous, current, 0, delay_ns)
+            // A reading behind the stored window: judged at the stored window's start, the
+            // earliest time the state can have been written, where the previous window weighs
+            // the most.
+            View {
+                index: stored_index,
+                previous,
+                current,
+                elapsed_ns: 0,
+            }
         } else {
-            (now_index, 0, 0, now.elapsed_ns, 0)
-        };
-        View {
-            index,
-            previous,
-            current,
-            elapsed_ns,
-            delay_ns,
+            View {
+                index: now_index,
+                previous: 0,
+                current: 0,
+                elapsed_ns: now.elapsed_ns,
+            }
         }
     }
 
@@ -205,25 +225,39 @@ impl SlidingWindow {
     }
 }
 
-/// A state word unpacked at a given time.
+/// A state word unpacked at the time a decision is judged at.
 #[derive(Debug, Clone, Copy)]
 struct View {
+    /// The window the decision is judged in.
     index: u64,
+    /// Cost admitted in the window before it.
     previous: u64,
+    /// Cost admitted in it.
     current: u64,
+    /// How far into it the decision is judged.
     elapsed_ns: u64,
-    /// Time from now to the moment the view describes (non-zero only after a backward step).
-    delay_ns: u64,
 }
 
-impl Sealed for SlidingWindow {}
+impl Sealed for SlidingWindow {
+    fn rebase(&self, base: &SlidingWindow) -> Result<SlidingWindow, QuotaError> {
+        if self.shares_units_with(base) {
+            Ok(*self)
+        } else {
+            Err(QuotaError::IncompatibleQuota)
+        }
+    }
 
-impl Algorithm for SlidingWindow {
+    fn shares_units_with(&self, base: &SlidingWindow) -> bool {
+        self.length.window_ns == base.length.window_ns
+    }
+}
+
+impl Quota for SlidingWindow {
     type Instant = WindowInstant;
 
     #[inline]
-    fn instant(&self, now_ns: u64) -> WindowInstant {
-        self.length.instant(now_ns)
+    fn instant(&self, now: Timestamp) -> WindowInstant {
+        self.length.instant(now)
     }
 
     #[inline]
@@ -243,7 +277,7 @@ impl Algorithm for SlidingWindow {
     }
 
     #[inline]
-    fn capacity(&self) -> u64 {
+    fn limit(&self) -> u64 {
         self.limit
     }
 
@@ -260,23 +294,22 @@ impl Algorithm for SlidingWindow {
         let window_ns = self.length.window_ns;
         // Full capacity once the current count has become the previous one and its share has
         // rounded down to zero (a share below one unit).
-        let wait = if view.current > 0 {
+        if view.current > 0 {
             let at = self.earliest_elapsed(view.current, 1).unwrap_or(window_ns);
             (window_ns - view.elapsed_ns) + at
         } else {
             let at = self.earliest_elapsed(view.previous, 1).unwrap_or(window_ns);
             at.saturating_sub(view.elapsed_ns)
-        };
-        wait.saturating_add(view.delay_ns)
+        }
     }
 
     fn retry_after_ns(&self, state: u64, now: WindowInstant, cost: u64) -> u64 {
         let view = self.view(state, now);
         let window_ns = self.length.window_ns;
-        let in_this_window = (view.current + cost <= self.limit)
+        let in_this_window = (view.current.saturating_add(cost) <= self.limit)
             .then(|| self.earliest_elapsed(view.previous, self.limit - view.current - cost + 1))
             .flatten();
-        let wait = match in_this_window {
+        match in_this_window {
             Some(at) => at.saturating_sub(view.elapsed_ns),
             None => {
                 // In the next window `current` becomes the previous count; a cost of at most
@@ -286,8 +319,7 @@ impl Algorithm for SlidingWindow {
                     .unwrap_or(window_ns);
                 (window_ns - view.elapsed_ns) + at
             }
-        };
-        wait.saturating_add(view.delay_ns)
+        }
     }
 
     /// Fresh-equivalent: nothing in the current window, and the previous window's share already
@@ -298,13 +330,5 @@ impl Algorithm for SlidingWindow {
         let window_ns = self.length.window_ns as u128;
         view.current == 0
             && (view.previous as u128 * (window_ns - view.elapsed_ns as u128)) < window_ns
-    }
-
-    fn rebase(&self, table: &SlidingWindow) -> Result<SlidingWindow, QuotaError> {
-        if self.length.window_ns == table.length.window_ns {
-            Ok(*self)
-        } else {
-            Err(QuotaError::IncompatibleQuota)
-        }
     }
 }

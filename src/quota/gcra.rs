@@ -14,17 +14,18 @@
 //! - otherwise (3 per second, 12.5·10^9 bytes per second...) a tick is `emission_interval / 2^k`,
 //!   with `k` chosen per quota, at most 1/8 ns unless the burst spans years.
 //!
-//! Either way decisions are precise to below a nanosecond, and the horizon fits 2^63 ticks. A `tat` at or before now is a full bucket ([`Algorithm::FRESH`] is 0).
+//! Either way decisions are precise to below a nanosecond, and the horizon fits 2^63 ticks. A
+//! `tat` at or before now is a full bucket ([`Quota::FRESH`] is 0).
 //!
 //! # Rule
 //!
 //! With `T` the emission interval and `tau = burst × T` the tolerance, a request of cost `n`
 //! at time `now` passes iff `max(tat, now) + n·T <= now + tau`, and then
 //! `tat := max(tat, now) + n·T`. A fresh key therefore admits `burst` units at once, then one
-//! unit per `T`.
+//! unit per `T`; a cost above the burst never passes.
 
-use crate::algorithm::{Algorithm, Sealed, Step};
-use crate::clock::TIME_HORIZON_NS;
+use super::{Quota, Sealed, Step};
+use crate::clock::Timestamp;
 use crate::error::QuotaError;
 use std::time::Duration;
 
@@ -32,7 +33,8 @@ use std::time::Duration;
 const TICKS_PER_NS_SHIFT: u32 = 59;
 /// Ticks at the time horizon stay at or below 2^63 ...
 const MAX_TICKS_LOG2: u32 = 63;
-/// ... and the tolerance `burst × T` stays below 2^62, so `tat + n·T` never exceeds `u64`.
+/// ... and the tolerance `burst × T` stays below 2^62, so `now + tau` and every word written
+/// stay below 2^63 + 2^62: no overflow, and never the keyed table's two slot markers.
 const MAX_TOLERANCE_TICKS: u64 = 1 << 62;
 /// The shared scale of whole-nanosecond emission intervals: 2^4 = 16 ticks per ns ...
 const NANOSECOND_GRID_SHIFT: u32 = 4;
@@ -41,8 +43,13 @@ const NANOSECOND_GRID_TICKS_PER_NS_Q59: u64 = 1 << (TICKS_PER_NS_SHIFT + NANOSEC
 /// The fastest rate: a tick may not be longer than the emission interval, and the horizon must
 /// fit 2^63 ticks, so `T >= 2^59 ns / 2^63 = 1/16 ns`.
 const MAX_RATE_PER_SECOND: u64 = 16_000_000_000;
+const HORIZON_NS: u64 = Timestamp::HORIZON.as_ns();
+const PERIOD_TOO_LONG: QuotaError = QuotaError::PeriodTooLong {
+    max: Duration::from_nanos(HORIZON_NS),
+};
 
-/// A GCRA quota: `count` cost units per `period`, with bursts of up to `burst` units.
+/// A GCRA quota: `count` cost units per `period`, with bursts of up to `burst` units (the
+/// quota's [`limit`](Self::limit)).
 ///
 /// The emission interval `T = period / count` is kept exactly (as the rational it is), so the
 /// admitted amount over a long run matches the quota to within the fixed-point error of the
@@ -52,11 +59,8 @@ const MAX_RATE_PER_SECOND: u64 = 16_000_000_000;
 /// Limits, all checked at construction:
 /// - `count >= 1`, `period >= 1 ns`, `burst >= 1`;
 /// - rate at most 16·10^9 units per second ([`QuotaError::RateTooHigh`]);
-/// - period at most [`TIME_HORIZON_NS`] ([`QuotaError::PeriodTooLong`]);
-/// - burst below 2^62 ([`QuotaError::BurstTooLarge`]).
-///
-/// The tick (the unit of the state word) is `T / 2^k`, with `k` as large as the clock range and
-/// the burst allow: it depends only on the rate unless `burst × T` spans years.
+/// - period at most [`Timestamp::HORIZON`] ([`QuotaError::PeriodTooLong`]);
+/// - burst below 2^62 ([`QuotaError::LimitTooLarge`]).
 ///
 /// ```
 /// use nanolimit::Gcra;
@@ -64,7 +68,7 @@ const MAX_RATE_PER_SECOND: u64 = 16_000_000_000;
 ///
 /// // 100 requests per second, bursts of up to 10.
 /// let quota = Gcra::per_second(100)?.with_burst(10)?;
-/// assert_eq!(quota.burst(), 10);
+/// assert_eq!(quota.limit(), 10);
 /// assert_eq!(quota.emission_interval(), Duration::from_millis(10));
 ///
 /// // Usable in constants too.
@@ -88,25 +92,37 @@ pub struct Gcra {
     tolerance_ticks: u64,
 }
 
+/// "Now" for [`Gcra`]: ticks since the clock's origin, at most 2^63. Made only by
+/// [`Gcra::instant`](Quota::instant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GcraInstant(u64);
+
+impl GcraInstant {
+    /// Ticks since the clock's origin (the unit of the quota's state word).
+    pub fn ticks(self) -> u64 {
+        self.0
+    }
+}
+
 impl Gcra {
     /// `count` units per second; bursts of up to `count`.
     pub const fn per_second(count: u64) -> Result<Gcra, QuotaError> {
-        Gcra::new(count, 1_000_000_000)
+        Gcra::with_burst_checked(count, 1_000_000_000, count)
     }
 
     /// `count` units per minute; bursts of up to `count`.
     pub const fn per_minute(count: u64) -> Result<Gcra, QuotaError> {
-        Gcra::new(count, 60 * 1_000_000_000)
+        Gcra::with_burst_checked(count, 60 * 1_000_000_000, count)
     }
 
     /// `count` units per hour; bursts of up to `count`.
     pub const fn per_hour(count: u64) -> Result<Gcra, QuotaError> {
-        Gcra::new(count, 3_600 * 1_000_000_000)
+        Gcra::with_burst_checked(count, 3_600 * 1_000_000_000, count)
     }
 
     /// `count` units per day; bursts of up to `count`.
     pub const fn per_day(count: u64) -> Result<Gcra, QuotaError> {
-        Gcra::new(count, 86_400 * 1_000_000_000)
+        Gcra::with_burst_checked(count, 86_400 * 1_000_000_000, count)
     }
 
     /// `count` units per `period`; bursts of up to `count`.
@@ -115,39 +131,38 @@ impl Gcra {
     /// use nanolimit::Gcra;
     /// use std::time::Duration;
     ///
-    /// let quota = Gcra::per_period(3, Duration::from_secs(1))?;
+    /// let quota = Gcra::new(3, Duration::from_secs(1))?;
     /// assert_eq!(quota.emission_interval(), Duration::from_nanos(333_333_333));
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
-    pub const fn per_period(count: u64, period: Duration) -> Result<Gcra, QuotaError> {
+    pub const fn new(count: u64, period: Duration) -> Result<Gcra, QuotaError> {
         let period_ns = period.as_nanos();
-        if period_ns > TIME_HORIZON_NS as u128 {
-            return Err(QuotaError::PeriodTooLong {
-                max_ns: TIME_HORIZON_NS,
-            });
+        if period_ns > HORIZON_NS as u128 {
+            return Err(PERIOD_TOO_LONG);
         }
-        Gcra::new(count, period_ns as u64)
+        Gcra::with_burst_checked(count, period_ns as u64, count)
     }
 
     /// One unit every `interval`, no bursts (a burst of 1).
-    pub const fn with_period(interval: Duration) -> Result<Gcra, QuotaError> {
-        match Gcra::per_period(1, interval) {
-            Ok(quota) => Ok(quota),
-            Err(error) => Err(error),
-        }
+    ///
+    /// ```
+    /// use nanolimit::Gcra;
+    /// use std::time::Duration;
+    ///
+    /// let quota = Gcra::every(Duration::from_millis(250))?;
+    /// assert_eq!((quota.count(), quota.limit()), (1, 1));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub const fn every(interval: Duration) -> Result<Gcra, QuotaError> {
+        Gcra::new(1, interval)
     }
 
-    /// `count` units per `period_ns` nanoseconds; bursts of up to `count`.
-    pub const fn new(count: u64, period_ns: u64) -> Result<Gcra, QuotaError> {
-        Gcra::with_burst_checked(count, period_ns, count)
-    }
-
-    /// The same rate with bursts of up to `burst` units.
+    /// The same rate with bursts of up to `burst` units: the quota's limit.
     ///
     /// ```
     /// use nanolimit::{Gcra, QuotaError};
     ///
-    /// assert_eq!(Gcra::per_second(5)?.with_burst(0), Err(QuotaError::ZeroBurst));
+    /// assert_eq!(Gcra::per_second(5)?.with_burst(0), Err(QuotaError::ZeroLimit));
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     pub const fn with_burst(self, burst: u64) -> Result<Gcra, QuotaError> {
@@ -165,13 +180,11 @@ impl Gcra {
         if period_ns == 0 {
             return Err(QuotaError::ZeroPeriod);
         }
-        if period_ns > TIME_HORIZON_NS {
-            return Err(QuotaError::PeriodTooLong {
-                max_ns: TIME_HORIZON_NS,
-            });
+        if period_ns > HORIZON_NS {
+            return Err(PERIOD_TOO_LONG);
         }
         if burst == 0 {
-            return Err(QuotaError::ZeroBurst);
+            return Err(QuotaError::ZeroLimit);
         }
         // The tick is T / 2^k with the largest k such that the horizon fits 2^63 ticks
         // (2^59 ns × 2^k / T <= 2^63, i.e. count × 2^k <= 16 × period) and the tolerance fits
@@ -183,14 +196,14 @@ impl Gcra {
             });
         }
         if burst >= MAX_TOLERANCE_TICKS {
-            return Err(QuotaError::BurstTooLarge {
+            return Err(QuotaError::LimitTooLarge {
                 requested: burst,
                 max: MAX_TOLERANCE_TICKS - 1,
             });
         }
         // Emission intervals of a whole number of nanoseconds (every quota of whole units per
         // round period) share one scale, 16 ticks per ns: the state is exact, a clock reading
-        // converts with a shift, and keyed tables mix such quotas without rebasing.
+        // converts with a shift, and tiers of such quotas need no rebasing.
         if period_ns % count == 0 {
             let emission_interval_ticks = (period_ns / count) << NANOSECOND_GRID_SHIFT;
             if (burst as u128) * (emission_interval_ticks as u128) < MAX_TOLERANCE_TICKS as u128 {
@@ -242,8 +255,8 @@ impl Gcra {
         Duration::from_nanos(self.period_ns)
     }
 
-    /// The largest burst: the units a fresh key may use at once.
-    pub const fn burst(&self) -> u64 {
+    /// The limit: the burst, the units a fresh key may use at once.
+    pub const fn limit(&self) -> u64 {
         self.burst
     }
 
@@ -262,12 +275,20 @@ impl Gcra {
         let ns = ((ticks as u128) << TICKS_PER_NS_SHIFT).div_ceil(self.ticks_per_ns_q59 as u128);
         u64::try_from(ns).unwrap_or(u64::MAX)
     }
+
+    /// The time a decision on `tat` is judged at: `now`, or for a reading behind the latest time
+    /// the state has seen, the earliest time that state can have been written (`tat − tau`), so
+    /// that what a decision reports counts from there (module docs).
+    #[inline]
+    fn judged_at(&self, tat: u64, now: GcraInstant) -> u64 {
+        now.0.max(tat.saturating_sub(self.tolerance_ticks))
+    }
 }
 
 const fn tolerance(burst: u64, emission_interval_ticks: u64) -> Result<u64, QuotaError> {
     let max = (MAX_TOLERANCE_TICKS - 1) / emission_interval_ticks;
     if burst > max {
-        return Err(QuotaError::BurstTooLarge {
+        return Err(QuotaError::LimitTooLarge {
             requested: burst,
             max,
         });
@@ -275,95 +296,89 @@ const fn tolerance(burst: u64, emission_interval_ticks: u64) -> Result<u64, Quot
     Ok(burst * emission_interval_ticks)
 }
 
-impl Sealed for Gcra {}
-
-impl Algorithm for Gcra {
-    /// Ticks since the clock's origin.
-    type Instant = u64;
-
-    #[inline]
-    fn instant(&self, now_ns: u64) -> u64 {
-        let now_ns = if now_ns < TIME_HORIZON_NS {
-            now_ns
-        } else {
-            TIME_HORIZON_NS
-        };
-        if self.ticks_per_ns_q59 == NANOSECOND_GRID_TICKS_PER_NS_Q59 {
-            // The same value as the multiply below, without its latency: at most 2^63.
-            return now_ns << NANOSECOND_GRID_SHIFT;
-        }
-        // At most 2^59 × 2^63 before the shift: fits u128; at most 2^63 after it.
-        ((now_ns as u128 * self.ticks_per_ns_q59 as u128) >> TICKS_PER_NS_SHIFT) as u64
-    }
-
-    #[inline]
-    fn step(&self, tat: u64, now: u64, cost: u64) -> Step {
-        // max(tat, now) + n·T <= now + tau  <=>  tat <= now + tau − n·T (as n·T <= tau when the
-        // request can pass at all). The bound does not depend on the loaded word, so it is ready
-        // before the load completes, and the word's path to the compare-and-swap is one max and
-        // one add. Neither can overflow: the new word is at most now + tau.
-        let increment = cost.saturating_mul(self.emission_interval_ticks);
-        let Some(tolerance_end) = now.checked_add(self.tolerance_ticks) else {
-            return Step::Deny;
-        };
-        let Some(latest_tat) = tolerance_end.checked_sub(increment) else {
-            return Step::Deny;
-        };
-        if tat > latest_tat {
-            return Step::Deny;
-        }
-        Step::Allow(if tat > now { tat } else { now } + increment)
-    }
-
-    #[inline]
-    fn capacity(&self) -> u64 {
-        self.burst
-    }
-
-    fn remaining(&self, tat: u64, now: u64) -> u64 {
-        let base = tat.max(now);
-        now.saturating_add(self.tolerance_ticks)
-            .saturating_sub(base)
-            / self.emission_interval_ticks
-    }
-
-    fn reset_after_ns(&self, tat: u64, now: u64) -> u64 {
-        self.ticks_to_ns(tat.saturating_sub(now))
-    }
-
-    fn retry_after_ns(&self, tat: u64, now: u64, cost: u64) -> u64 {
-        let new_tat = tat
-            .max(now)
-            .saturating_add(cost.saturating_mul(self.emission_interval_ticks));
-        self.ticks_to_ns(new_tat.saturating_sub(now.saturating_add(self.tolerance_ticks)))
-    }
-
-    #[inline]
-    fn is_fresh(&self, tat: u64, now: u64) -> bool {
-        tat <= now
-    }
-
-    fn rebase(&self, table: &Gcra) -> Result<Gcra, QuotaError> {
-        if self.ticks_per_ns_q59 == table.ticks_per_ns_q59 {
+impl Sealed for Gcra {
+    fn rebase(&self, base: &Gcra) -> Result<Gcra, QuotaError> {
+        if self.shares_units_with(base) {
             return Ok(*self);
         }
-        // T in the table's ticks: period × ticks_per_ns / count, rounded up so the rebased
-        // quota never admits faster than configured.
-        let numerator = self.period_ns as u128 * table.ticks_per_ns_q59 as u128;
+        // T in the base's ticks: period × ticks_per_ns / count, rounded up so the rebased quota
+        // never admits faster than configured.
+        let numerator = self.period_ns as u128 * base.ticks_per_ns_q59 as u128;
         let denominator = (self.count as u128) << TICKS_PER_NS_SHIFT;
         let emission_interval_ticks =
-            u64::try_from(numerator.div_ceil(denominator)).map_err(|_| {
-                QuotaError::PeriodTooLong {
-                    max_ns: TIME_HORIZON_NS,
-                }
-            })?;
+            u64::try_from(numerator.div_ceil(denominator)).map_err(|_| PERIOD_TOO_LONG)?;
         let tolerance_ticks = tolerance(self.burst, emission_interval_ticks)?;
         Ok(Gcra {
-            ticks_per_ns_q59: table.ticks_per_ns_q59,
+            ticks_per_ns_q59: base.ticks_per_ns_q59,
             emission_interval_ticks,
             tolerance_ticks,
             ..*self
         })
+    }
+
+    fn shares_units_with(&self, base: &Gcra) -> bool {
+        self.ticks_per_ns_q59 == base.ticks_per_ns_q59
+    }
+}
+
+impl Quota for Gcra {
+    type Instant = GcraInstant;
+
+    #[inline]
+    fn instant(&self, now: Timestamp) -> GcraInstant {
+        let now_ns = now.as_ns();
+        if self.ticks_per_ns_q59 == NANOSECOND_GRID_TICKS_PER_NS_Q59 {
+            // The same value as the multiply below, without its latency: at most 2^63.
+            return GcraInstant(now_ns << NANOSECOND_GRID_SHIFT);
+        }
+        // At most 2^59 × 2^63 before the shift: fits u128; at most 2^63 after it.
+        GcraInstant(((now_ns as u128 * self.ticks_per_ns_q59 as u128) >> TICKS_PER_NS_SHIFT) as u64)
+    }
+
+    #[inline]
+    fn step(&self, tat: u64, now: GcraInstant, cost: u64) -> Step {
+        // max(tat, now) + n·T <= now + tau  <=>  max(tat, now) <= now + tau − n·T. The bound does
+        // not depend on the loaded word, so it is ready before the load completes. `now + tau`
+        // stays below 2^63 + 2^62 (instants are at most 2^63, tolerances below 2^62); a cost
+        // above the burst makes the bound fall below `now` (or below zero), so it is denied;
+        // and an admitted word is at most `now + tau`.
+        let increment = cost.saturating_mul(self.emission_interval_ticks);
+        let Some(latest_base) = (now.0 + self.tolerance_ticks).checked_sub(increment) else {
+            return Step::Deny;
+        };
+        let base = if tat > now.0 { tat } else { now.0 };
+        if base > latest_base {
+            return Step::Deny;
+        }
+        Step::Allow(base + increment)
+    }
+
+    #[inline]
+    fn limit(&self) -> u64 {
+        self.burst
+    }
+
+    fn remaining(&self, tat: u64, now: GcraInstant) -> u64 {
+        let now = self.judged_at(tat, now);
+        // `now >= tat − tau`, so `max(tat, now) <= now + tau`.
+        (now + self.tolerance_ticks - tat.max(now)) / self.emission_interval_ticks
+    }
+
+    fn reset_after_ns(&self, tat: u64, now: GcraInstant) -> u64 {
+        self.ticks_to_ns(tat.saturating_sub(self.judged_at(tat, now)))
+    }
+
+    fn retry_after_ns(&self, tat: u64, now: GcraInstant, cost: u64) -> u64 {
+        let now = self.judged_at(tat, now);
+        let new_tat = tat
+            .max(now)
+            .saturating_add(cost.saturating_mul(self.emission_interval_ticks));
+        self.ticks_to_ns(new_tat.saturating_sub(now + self.tolerance_ticks))
+    }
+
+    #[inline]
+    fn is_fresh(&self, tat: u64, now: GcraInstant) -> bool {
+        tat <= now.0
     }
 }
 
@@ -380,7 +395,7 @@ mod tests {
             (12_500_000_000, 1_000_000_000),
         ];
         for (count, period) in quotas {
-            let quota = Gcra::new(count, period).unwrap();
+            let quota = Gcra::new(count, Duration::from_nanos(period)).unwrap();
             if period % count == 0 {
                 assert_eq!(quota.ticks_per_ns_q59, NANOSECOND_GRID_TICKS_PER_NS_Q59);
                 assert_eq!(quota.emission_interval_ticks, period / count * 16);
@@ -388,12 +403,28 @@ mod tests {
                 assert!(quota.emission_interval_ticks.is_power_of_two());
             }
             // The horizon fits 2^63 ticks, and the shift agrees with the multiply.
-            assert!(quota.instant(TIME_HORIZON_NS) <= 1 << 63);
-            for now_ns in [0, 1, 999, 1 << 40, TIME_HORIZON_NS] {
+            assert!(quota.instant(Timestamp::HORIZON).0 <= 1 << 63);
+            for now_ns in [0, 1, 999, 1 << 40, HORIZON_NS] {
                 let multiplied =
                     (now_ns as u128 * quota.ticks_per_ns_q59 as u128) >> TICKS_PER_NS_SHIFT;
-                assert_eq!(quota.instant(now_ns) as u128, multiplied);
+                let now = Timestamp::from_ns(now_ns).unwrap();
+                assert_eq!(quota.instant(now).0 as u128, multiplied);
             }
         }
+    }
+
+    #[test]
+    fn words_stay_clear_of_the_keyed_slot_markers() {
+        // The largest word a step can write: the largest instant plus the largest tolerance.
+        let widest = Gcra::per_day(1)
+            .unwrap()
+            .with_burst(MAX_TOLERANCE_TICKS / (86_400_000_000_000 << NANOSECOND_GRID_SHIFT))
+            .unwrap();
+        let now = widest.instant(Timestamp::HORIZON);
+        let Step::Allow(word) = widest.step(Gcra::FRESH, now, 1) else {
+            panic!("a fresh state admits one unit");
+        };
+        assert!(word < u64::MAX - 1, "{word}");
+        assert!(now.0 + widest.tolerance_ticks < u64::MAX - 1);
     }
 }

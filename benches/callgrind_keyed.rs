@@ -1,10 +1,12 @@
 //! Runs one keyed-limiter case many times, for counting instructions under callgrind (stable on
 //! noisy machines, where `benches/keyed.rs` timings are not).
 //!
+//! `bash benches/callgrind.sh keyed` builds it and prints every case's count. By hand:
+//!
 //! ```text
-//! cargo build --release --example callgrind_keyed
+//! cargo bench --no-run --bench callgrind_keyed   # prints the executable's path
 //! valgrind --tool=callgrind --toggle-collect='*measured_loop*' \
-//!     --callgrind-out-file=/tmp/cg.out target/release/examples/callgrind_keyed CASE [ITERATIONS]
+//!     --callgrind-out-file=/tmp/cg.out target/release/deps/callgrind_keyed-HASH CASE [ITERATIONS]
 //! ```
 //!
 //! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE. The
@@ -23,17 +25,17 @@
 //! overlap mostly says another process held a core (or one thread finished its share early),
 //! not that the limiter failed to scale; the per-thread on-CPU time per call, compared with
 //! `one_thread`'s, shows what the threads cost each other (cache-line sharing, locks). Each run verifies that every call was
-//! allowed and that the loop inserted no key, and exits non-zero otherwise.
+//! allowed and that the loop inserted no key, and exits non-zero otherwise. Under `cargo bench`
+//! (an argument `--bench` and no case) it lists nothing and exits.
 
-// `hot_key` runs under `Quota::Generous`, `rotate_100k` and `random_1m` under
-// `Quota::ManyKeysStayLive` (every entry stays live while the table is filled); the denied
-// cases of the benchmark are not replayed here.
-#[path = "../benches/shared/governor_fake_clock.rs"]
+// `hot_key` runs under `Quota::Generous`, `denied_key` (one key, spent: every call denied)
+// under `Quota::OnePerHour`, `rotate_100k` and `random_1m` under `Quota::ManyKeysStayLive`
+// (every entry stays live while the table is filled).
+#[path = "shared/governor_fake_clock.rs"]
 mod governor_fake_clock;
-#[path = "../benches/shared/keyed_quotas.rs"]
-#[allow(dead_code)] // `Quota::OnePerHour` is used by the benchmark only.
+#[path = "shared/keyed_quotas.rs"]
 mod keyed_quotas;
-#[path = "../benches/shared/keyed_subjects.rs"]
+#[path = "shared/keyed_subjects.rs"]
 #[allow(dead_code)] // Housekeeping and the upkeep-clock subjects are the benchmark's only.
 mod keyed_subjects;
 use governor_fake_clock::GovernorFakeClock;
@@ -74,6 +76,7 @@ const THREADS_CAPACITY: usize = 100_000;
 
 const PATTERNS: &[&str] = &[
     "hot_key",
+    "denied_key",
     "rotate_100k",
     "random_1m",
     "one_thread",
@@ -148,6 +151,20 @@ fn run<S: Subject>(pattern: &str, iterations: u64) -> Result<(), String> {
                 return Err("the loop inserted keys".into());
             }
             allowed
+        }
+        "denied_key" => {
+            let subject = S::build(Quota::OnePerHour, HOT_KEY_CAPACITY);
+            subject.check(HOT_KEY, 0);
+            let stored = subject.stored_keys();
+            let allowed = measured_loop(&subject, iterations, || black_box(HOT_KEY));
+            if subject.stored_keys() != stored {
+                return Err("the loop inserted keys".into());
+            }
+            println!("{pattern}: {iterations} calls, {allowed} allowed");
+            if allowed != 0 {
+                return Err("some calls were allowed".into());
+            }
+            return Ok(());
         }
         "rotate_100k" => {
             let subject = S::build(Quota::ManyKeysStayLive, ROTATE_CAPACITY);
@@ -321,8 +338,16 @@ fn run_case(case: &str, iterations: u64) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let arguments: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|argument| argument != "--bench")
+        .collect();
+    let under_cargo_bench = std::env::args().any(|argument| argument == "--bench");
     let Some(case) = arguments.first() else {
+        if under_cargo_bench {
+            println!("callgrind_keyed: a runner for valgrind; see benches/callgrind.sh");
+            return ExitCode::SUCCESS;
+        }
         eprintln!("usage: callgrind_keyed PATTERN/IMPLEMENTATION [ITERATIONS]\ncases:");
         for pattern in PATTERNS {
             for implementation in IMPLEMENTATIONS {

@@ -1,25 +1,28 @@
 //! Runs one direct-limiter case many times, for counting instructions under callgrind (stable on
 //! noisy machines, where `benches/direct.rs` timings are not).
 //!
+//! `bash benches/callgrind.sh direct` builds it and prints every case's count. By hand:
+//!
 //! ```text
-//! cargo build --release --example callgrind_direct
+//! cargo bench --no-run --bench callgrind_direct   # prints the executable's path
 //! valgrind --tool=callgrind --toggle-collect='*measured_loop*' \
-//!     --callgrind-out-file=/tmp/cg.out target/release/examples/callgrind_direct CASE [ITERATIONS]
+//!     --callgrind-out-file=/tmp/cg.out target/release/deps/callgrind_direct-HASH CASE [ITERATIONS]
 //! ```
 //!
 //! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE. The
 //! count includes the loop's own few instructions: the `loop_only` case measures those. Run with
 //! no arguments to list the cases. Each run verifies that every call had the outcome the case is
-//! named after, and exits non-zero otherwise.
+//! named after, and exits non-zero otherwise. Under `cargo bench` (an argument `--bench` and no
+//! case) it lists the cases and exits.
 
-#[path = "../benches/shared/direct_quotas.rs"]
+#[path = "shared/direct_quotas.rs"]
 mod direct_quotas;
 use direct_quotas::{
     generous_fixed_window, generous_gcra, generous_sliding_window, governor_generous_quota,
 };
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
 use nanolimit::{
-    Algorithm, Clock, FixedWindow, Gcra, Limiter, QuantaClock, SlidingWindow, UpkeepClock,
+    Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, SlidingWindow, Timestamp, UpkeepClock,
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -42,9 +45,9 @@ enum Expected {
 
 const CASES: &[&str] = &[
     "loop_only",
-    "floor_quanta_clock_now_ns",
+    "floor_quanta_clock_now",
     "floor_governor_quanta_clock_now",
-    "floor_upkeep_clock_now_ns",
+    "floor_upkeep_clock_now",
     "floor_governor_upkeep_clock_now",
     "floor_compare_and_swap",
     "gcra_allowed_default_clock",
@@ -84,29 +87,34 @@ fn measured_loop(iterations: u64, mut call: impl FnMut() -> bool) -> u64 {
 
 /// Runs one nanolimit case of an algorithm (`case` without the algorithm's prefix):
 /// `generous` admits every call, `saturated` admits one per hour.
-fn run_nanolimit_case<A: Algorithm>(
+fn run_nanolimit_case<Q: Quota>(
     case: &str,
     iterations: u64,
-    generous: A,
-    saturated: A,
+    generous: Q,
+    saturated: Q,
 ) -> Option<(u64, Expected)> {
-    let check_default_clock = |limiter: &Limiter<A>| {
+    let upkeep_clock = || UpkeepClock::new(UpkeepClock::DEFAULT_INTERVAL).expect("upkeep thread");
+    let check_default_clock = |limiter: &Limiter<Q>| {
         measured_loop(iterations, || black_box(limiter).check().is_allowed())
     };
-    let check_caller_time = |limiter: &Limiter<A>| {
+    // A packet loop's timestamp: nanoseconds it counted itself, made a `Timestamp` per call
+    // (the conversion clamps to the horizon, as the limiter did with raw readings before).
+    let check_caller_time = |limiter: &Limiter<Q>| {
         let mut now_ns = 0u64;
         measured_loop(iterations, || {
             now_ns += CALLER_TIME_STEP_NS;
-            black_box(limiter).check_at(now_ns).is_allowed()
+            black_box(limiter)
+                .check_at(Timestamp::saturating_from_ns(now_ns))
+                .is_allowed()
         })
     };
-    let check_upkeep_clock = |limiter: &Limiter<A, UpkeepClock>| {
+    let check_upkeep_clock = |limiter: &Limiter<Q, UpkeepClock>| {
         measured_loop(iterations, || black_box(limiter).check().is_allowed())
     };
     let saturated_limiter = || {
         let limiter = Limiter::new(saturated);
         assert!(
-            limiter.check_at(0).is_allowed(),
+            limiter.check_at(Timestamp::ORIGIN).is_allowed(),
             "the first check consumes the quota"
         );
         limiter
@@ -121,13 +129,13 @@ fn run_nanolimit_case<A: Algorithm>(
             Expected::Allowed,
         ),
         "allowed_upkeep_clock" => (
-            check_upkeep_clock(&Limiter::with_clock(generous, UpkeepClock::default())),
+            check_upkeep_clock(&Limiter::with_clock(generous, upkeep_clock())),
             Expected::Allowed,
         ),
         "denied" => (check_default_clock(&saturated_limiter()), Expected::Denied),
         "denied_caller_time" => (check_caller_time(&saturated_limiter()), Expected::Denied),
         "denied_upkeep_clock" => {
-            let limiter = Limiter::with_clock(saturated, UpkeepClock::default());
+            let limiter = Limiter::with_clock(saturated, upkeep_clock());
             assert!(
                 limiter.check().is_allowed(),
                 "the first check consumes the quota"
@@ -142,9 +150,11 @@ fn run_nanolimit_case<A: Algorithm>(
 fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
     let result = match case {
         "loop_only" => (measured_loop(iterations, || black_box(true)), Expected::Any),
-        "floor_quanta_clock_now_ns" => {
+        "floor_quanta_clock_now" => {
             let clock = QuantaClock::new();
-            let reads = measured_loop(iterations, || black_box(black_box(&clock).now_ns()) != 0);
+            let reads = measured_loop(iterations, || {
+                black_box(black_box(&clock).now()) != Timestamp::ORIGIN
+            });
             (reads, Expected::Any)
         }
         "floor_governor_quanta_clock_now" => {
@@ -153,9 +163,11 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
             let reads = measured_loop(iterations, || black_box(black_box(&clock).now()) != start);
             (reads, Expected::Any)
         }
-        "floor_upkeep_clock_now_ns" => {
-            let clock = UpkeepClock::default();
-            let reads = measured_loop(iterations, || black_box(black_box(&clock).now_ns()) != 0);
+        "floor_upkeep_clock_now" => {
+            let clock = UpkeepClock::new(UpkeepClock::DEFAULT_INTERVAL).expect("upkeep thread");
+            let reads = measured_loop(iterations, || {
+                black_box(black_box(&clock).now()) != Timestamp::ORIGIN
+            });
             (reads, Expected::Any)
         }
         "floor_governor_upkeep_clock_now" => {
@@ -249,8 +261,16 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
 }
 
 fn main() -> ExitCode {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let arguments: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|argument| argument != "--bench")
+        .collect();
+    let under_cargo_bench = std::env::args().any(|argument| argument == "--bench");
     let Some(case) = arguments.first() else {
+        if under_cargo_bench {
+            println!("callgrind_direct: a runner for valgrind; see benches/callgrind.sh");
+            return ExitCode::SUCCESS;
+        }
         eprintln!("usage: callgrind_direct CASE [ITERATIONS]\ncases:");
         for case in CASES {
             eprintln!("  {case}");

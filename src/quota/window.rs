@@ -1,11 +1,13 @@
 //! What the two window algorithms share: the validated window length and a division-free way
 //! to turn a clock reading into (window index, time elapsed in that window).
 
-use crate::clock::TIME_HORIZON_NS;
+use crate::clock::Timestamp;
 use crate::error::QuotaError;
 use std::time::Duration;
 
-/// Dividends are below 2^60 (clock readings are clamped to 2^59).
+const HORIZON_NS: u64 = Timestamp::HORIZON.as_ns();
+
+/// Dividends are below 2^60 (clock readings are at most 2^59).
 const DIVIDEND_BITS: u32 = 60;
 /// Windows of at least 16 ns make the reciprocal's shift at least 64 (`l >= 4`).
 const MIN_SUPPORTED_NS: u64 = 16;
@@ -21,16 +23,16 @@ pub(crate) struct WindowLength {
 }
 
 /// "Now" for window algorithms: which window, and how far into it. Made only by a quota's
-/// [`instant`](crate::Algorithm::instant), so the elapsed time is always below the window.
+/// [`instant`](crate::Quota::instant), so the elapsed time is always below the window.
 ///
 /// ```
-/// use nanolimit::{Algorithm, FixedWindow};
+/// use nanolimit::{FixedWindow, Quota, Timestamp};
 /// use std::time::Duration;
 ///
 /// let quota = FixedWindow::new(10, Duration::from_secs(1))?;
-/// let now = quota.instant(2_500_000_000);
+/// let now = quota.instant(Timestamp::from_ns(2_500_000_000)?);
 /// assert_eq!((now.window_index(), now.elapsed_ns()), (2, 500_000_000));
-/// # Ok::<(), nanolimit::QuotaError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowInstant {
@@ -59,10 +61,10 @@ impl WindowLength {
         min_ns: u64,
     ) -> Result<WindowLength, QuotaError> {
         if limit == 0 {
-            return Err(QuotaError::ZeroBurst);
+            return Err(QuotaError::ZeroLimit);
         }
         if limit > max_limit {
-            return Err(QuotaError::BurstTooLarge {
+            return Err(QuotaError::LimitTooLarge {
                 requested: limit,
                 max: max_limit,
             });
@@ -81,11 +83,13 @@ impl WindowLength {
             return Err(QuotaError::ZeroPeriod);
         }
         if window_ns < min_ns as u128 {
-            return Err(QuotaError::WindowTooShort { min_ns });
+            return Err(QuotaError::WindowTooShort {
+                min: Duration::from_nanos(min_ns),
+            });
         }
-        if window_ns > TIME_HORIZON_NS as u128 {
+        if window_ns > HORIZON_NS as u128 {
             return Err(QuotaError::PeriodTooLong {
-                max_ns: TIME_HORIZON_NS,
+                max: Duration::from_nanos(HORIZON_NS),
             });
         }
         let window_ns = window_ns as u64;
@@ -115,7 +119,7 @@ impl WindowLength {
     /// indices wrap, and the split gives `backward_windows` to readings behind and the rest to
     /// keys idle for a long time.
     pub(crate) const fn forward_windows(&self, index_mask: u64, backward_windows: u64) -> u64 {
-        let last_index = TIME_HORIZON_NS / self.window_ns;
+        let last_index = HORIZON_NS / self.window_ns;
         let wrapping_split = index_mask - backward_windows;
         if last_index < wrapping_split {
             last_index
@@ -125,12 +129,8 @@ impl WindowLength {
     }
 
     #[inline]
-    pub(crate) fn instant(&self, now_ns: u64) -> WindowInstant {
-        let now_ns = if now_ns < TIME_HORIZON_NS {
-            now_ns
-        } else {
-            TIME_HORIZON_NS
-        };
+    pub(crate) fn instant(&self, now: Timestamp) -> WindowInstant {
+        let now_ns = now.as_ns();
         let window_index =
             ((now_ns as u128 * self.reciprocal as u128) >> self.reciprocal_shift) as u64;
         WindowInstant {
@@ -164,18 +164,18 @@ mod tests {
                 window_ns - 1,
                 window_ns,
                 window_ns + 1,
-                TIME_HORIZON_NS - 1,
-                TIME_HORIZON_NS,
+                HORIZON_NS - 1,
+                HORIZON_NS,
             ];
             let mut seed = window_ns;
             let randoms = (0..10_000).map(|_| {
                 seed ^= seed << 13;
                 seed ^= seed >> 7;
                 seed ^= seed << 17;
-                seed % (TIME_HORIZON_NS + 1)
+                seed % (HORIZON_NS + 1)
             });
             for now in probes.into_iter().chain(randoms) {
-                let instant = length.instant(now);
+                let instant = length.instant(Timestamp::from_ns(now).unwrap());
                 assert_eq!(instant.window_index, now / window_ns, "{now} / {window_ns}");
                 assert_eq!(instant.elapsed_ns, now % window_ns);
             }

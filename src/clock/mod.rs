@@ -1,0 +1,68 @@
+//! Clocks: where a limiter gets "now" from.
+//!
+//! A [`Clock`] returns a [`Timestamp`]: monotonic nanoseconds since the clock's own origin (the
+//! moment it was created). Limiters only compare readings of the same clock, so the origin is
+//! arbitrary; it only has to stay the same for the limiter's lifetime.
+//!
+//! | clock | cost per read | resolution | use it for |
+//! |---|---|---|---|
+//! | [`QuantaClock`] (the default) | one TSC read and a multiply (about 10 ns, see the README) | ~1 ns | everything, unless the read shows up in a profile |
+//! | [`UpkeepClock`] | one relaxed atomic load (~1 ns) | the upkeep interval (default 100 µs) | hot loops that tolerate admission decisions quantised to the interval |
+//! | [`ManualClock`] | one relaxed atomic load | whatever you set | tests and simulations |
+//!
+//! Every limiter also has a `check_at(now)` form: a packet loop that already holds a timestamp
+//! from the same clock passes it in and pays for no read at all.
+//!
+//! Clocks may step backwards (the TSC can, across cores), and a reading taken before a
+//! preemption arrives late. Limiters judge such a reading at the latest time their state has
+//! seen: never a panic, never an overflow, never extra capacity (the one bound, for window
+//! quotas, is stated in [the quota module](crate::quota#readings-behind-the-state)).
+
+mod manual;
+mod quanta;
+mod timestamp;
+#[cfg(not(nanolimit_loom))]
+mod upkeep;
+
+pub use manual::ManualClock;
+pub use quanta::QuantaClock;
+pub use timestamp::Timestamp;
+#[cfg(not(nanolimit_loom))]
+pub use upkeep::UpkeepClock;
+
+use crate::sync::Arc;
+
+/// A monotonic source of [`Timestamp`]s since the clock's origin.
+///
+/// Implementations must be cheap and thread-safe; they need not be strictly monotonic across
+/// threads (limiters tolerate backward steps without granting capacity). A clock built on a
+/// counter of its own (a NIC's packet timestamps, say) subtracts the counter's value at its
+/// origin and converts with [`Timestamp::saturating_from_ns`].
+///
+/// ```
+/// use nanolimit::{Clock, ManualClock, Timestamp};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// clock.advance(Duration::from_millis(5));
+/// assert_eq!(clock.now(), Timestamp::from_ns(5_000_000)?);
+/// # Ok::<(), nanolimit::TimestampError>(())
+/// ```
+pub trait Clock: Send + Sync {
+    /// The time since this clock's origin.
+    fn now(&self) -> Timestamp;
+}
+
+impl<C: Clock + ?Sized> Clock for &C {
+    #[inline]
+    fn now(&self) -> Timestamp {
+        (**self).now()
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for Arc<C> {
+    #[inline]
+    fn now(&self) -> Timestamp {
+        (**self).now()
+    }
+}

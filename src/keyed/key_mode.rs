@@ -1,0 +1,147 @@
+//! Key modes: how a keyed table stores a key's identity, [`Hashed`] (any `Hash` key, as a 64-bit
+//! seeded hash) or [`Exact`] (integer keys up to 128 bits, stored as they are).
+
+use super::slot::{Slot, SlotOps};
+use core::hash::Hash;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Keys stored exactly by [`Exact`] tables: integers up to 128 bits and IP addresses.
+///
+/// [`IpAddr::V4`] is stored as its IPv4-mapped IPv6 address (`::ffff:a.b.c.d`), so it shares a
+/// state with that address written as IPv6: the same host.
+///
+/// ```
+/// use nanolimit::ExactKey;
+/// use std::net::Ipv4Addr;
+///
+/// assert_eq!(Ipv4Addr::new(10, 0, 0, 1).to_u128(), 0x0a00_0001);
+/// ```
+pub trait ExactKey {
+    /// The key as a 128-bit integer; distinct keys must give distinct integers.
+    fn to_u128(&self) -> u128;
+}
+
+macro_rules! exact_unsigned {
+    ($($t:ty),*) => {$(
+        impl ExactKey for $t {
+            #[inline]
+            fn to_u128(&self) -> u128 {
+                *self as u128
+            }
+        }
+    )*};
+}
+exact_unsigned!(u8, u16, u32, u64, u128, usize);
+
+macro_rules! exact_signed {
+    ($($t:ty => $u:ty),*) => {$(
+        impl ExactKey for $t {
+            #[inline]
+            fn to_u128(&self) -> u128 {
+                *self as $u as u128
+            }
+        }
+    )*};
+}
+exact_signed!(i8 => u8, i16 => u16, i32 => u32, i64 => u64, i128 => u128, isize => usize);
+
+impl ExactKey for Ipv4Addr {
+    #[inline]
+    fn to_u128(&self) -> u128 {
+        u32::from(*self) as u128
+    }
+}
+
+impl ExactKey for Ipv6Addr {
+    #[inline]
+    fn to_u128(&self) -> u128 {
+        u128::from(*self)
+    }
+}
+
+impl ExactKey for IpAddr {
+    #[inline]
+    fn to_u128(&self) -> u128 {
+        match self {
+            IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
+            IpAddr::V6(v6) => u128::from(*v6),
+        }
+    }
+}
+
+impl<T: ExactKey + ?Sized> ExactKey for &T {
+    #[inline]
+    fn to_u128(&self) -> u128 {
+        (**self).to_u128()
+    }
+}
+
+/// Key mode: keys are stored as their 64-bit seeded hash (any `Hash` key: strings, tuples,
+/// addresses; a 16-byte slot, 25.5 bytes per key of capacity with headroom and hints). The
+/// default; see [key identity and collisions](super#key-identity-and-collisions) for the
+/// collision probability.
+///
+/// ```
+/// use nanolimit::{Gcra, Hashed, KeyedLimiter, QuantaClock};
+/// use std::net::Ipv4Addr;
+///
+/// // `Hashed` is the default key mode: these two types are the same.
+/// let limiter: KeyedLimiter<(Ipv4Addr, u16), Gcra> = KeyedLimiter::new(Gcra::per_second(5)?, 1_000)?;
+/// let spelled_out: &KeyedLimiter<(Ipv4Addr, u16), Gcra, QuantaClock, Hashed> = &limiter;
+/// assert!(spelled_out.check(&(Ipv4Addr::LOCALHOST, 443)).is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Hashed;
+
+/// Key mode: integer keys up to 128 bits (IPv4, IPv6, `u64` ids; see [`ExactKey`]) are stored
+/// exactly, so two keys never share a state (a 24-byte slot, 31.25 bytes per key of capacity).
+///
+/// ```
+/// use nanolimit::{ExactKeyedLimiter, Gcra, KeyedLimiter};
+/// use std::net::IpAddr;
+///
+/// let limiter: ExactKeyedLimiter<IpAddr, Gcra> =
+///     KeyedLimiter::builder(Gcra::per_second(5)?).capacity(1_000).exact_keys().build()?;
+/// assert!(limiter.check(&"2001:db8::1".parse()?).is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Exact;
+
+/// How a keyed table stores its keys: [`Hashed`] or [`Exact`].
+pub trait KeyMode<K: ?Sized>: private::Sealed + Send + Sync + 'static {
+    #[doc(hidden)]
+    type Slot: SlotOps;
+    #[doc(hidden)]
+    fn identify(hasher: &ahash::RandomState, key: &K) -> (u64, <Self::Slot as SlotOps>::Identity);
+}
+
+impl private::Sealed for Hashed {}
+impl private::Sealed for Exact {}
+
+impl<K: Hash + ?Sized> KeyMode<K> for Hashed {
+    type Slot = Slot<1>;
+
+    #[inline]
+    fn identify(hasher: &ahash::RandomState, key: &K) -> (u64, [u64; 1]) {
+        let hash = hasher.hash_one(key);
+        (hash, [hash])
+    }
+}
+
+impl<K: ExactKey + ?Sized> KeyMode<K> for Exact {
+    type Slot = Slot<2>;
+
+    #[inline]
+    fn identify(hasher: &ahash::RandomState, key: &K) -> (u64, [u64; 2]) {
+        let value = key.to_u128();
+        (hasher.hash_one(value), [value as u64, (value >> 64) as u64])
+    }
+}
+
+
+mod private {
+    /// Seals [`KeyMode`](super::KeyMode): the table relies on how each mode fills a slot.
+    pub trait Sealed {}
+}

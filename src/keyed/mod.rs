@@ -1,0 +1,361 @@
+//! Keyed limiters: one quota, one state word per key, in a bounded, sharded, cache-padded table
+//! built for hot paths and hostile traffic.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | [`KeyedLimiter`] and its operations; sizing advice |
+//! | `options.rs` | [`KeyedLimiterBuilder`], [`WhenFull`], [`TableError`] |
+//! | `key_mode.rs` | [`Hashed`], [`Exact`], [`ExactKey`] |
+//! | `table.rs` | shards, buckets, lookups, [`KeyedStats`] |
+//! | `placement.rs`, `hints.rs` | where a key may live; one-byte lookup hints |
+//! | `slot.rs` | a slot's identity and state words |
+//! | `protocol.rs` | checks, peeks and inserts on shared slots, and why they are ABA-free |
+//!
+//! # Table layout
+//!
+//! The table is a power of two of shards; a shard is a fixed array of 64-byte-aligned buckets
+//! of 8 slots. A key hashes (ahash, with a random seed per table, so clients cannot aim keys at
+//! one bucket) to a shard and to two candidate buckets in it: the key may live in any of those
+//! 16 slots. Nothing is ever allocated after construction, whatever the number of distinct keys
+//! seen. A slot is its key's identity words followed by its state word, and each bucket has a
+//! word of one-byte lookup hints, so a lookup usually reads one word of hints and one slot.
+//!
+//! # Sizing
+//!
+//! | key mode | identity | slot | slots per key of capacity | bytes per key of capacity |
+//! |---|---|---|---|---|
+//! | [`Hashed`] (default) | the key's 64-bit seeded hash | 16 B, + a 1-byte hint | 1.5 | 25.5 |
+//! | [`Exact`] | the key itself, up to 128 bits | 24 B, + a 1-byte hint | 1.25 | 31.25 |
+//!
+//! A key may only use the 16 slots of its two buckets, hence the headroom. A new key goes to the
+//! bucket with more vacant slots, and reuses a fresh-equivalent entry only when neither has one.
+//! Measured first refusal of a new key while filling a table with live keys (scattered keys,
+//! five seeds each, the default shard count of a 2-core machine; the test
+//! `a_table_of_live_keys_first_refuses_a_new_key_where_documented` asserts that hashed tables
+//! reach their capacity and exact ones 85 % of it, at 10^3 and 10^5 keys):
+//!
+//! | capacity | [`Hashed`] | [`Exact`] |
+//! |---|---|---|
+//! | 10^3 keys | 116–129 % of capacity | 97–105 % |
+//! | 10^5 keys | 107–114 % | 91–95 % |
+//! | 10^6 keys | 104–109 % | 85–91 % |
+//!
+//! So a [`Hashed`] table holds its capacity in live keys; size an [`Exact`] table about 20 %
+//! above the live keys you expect, or use [`WhenFull::Allow`]. An entry whose state is
+//! equivalent to fresh is reused by the next insert that needs its slot: no sweeper.
+//!
+//! # Key identity and collisions
+//!
+//! [`Hashed`] keeps a 64-bit seeded hash, not the key: two distinct keys share a state only if
+//! all 64 bits of their hashes agree. For a lookup, the chance that one of the (at most 16)
+//! entries in its two candidate buckets is another key with the same hash is at most
+//! `16 / 2^(64 − b)`, where `2^b` is the number of buckets in the table (an entry's bucket
+//! already matches about `b` bits of the hash): for a 100,000-key table, `b ≈ 14.2` and this is
+//! about 2^-45.8, 1.6·10^-14 per lookup. [`Exact`] stores integer keys up to 128 bits (IPv4,
+//! IPv6, `u64` ids) and never confuses two keys.
+//!
+//! # Concurrency
+//!
+//! Checks of a present key are lock-free; inserts of new keys take their shard's insert lock,
+//! which checks never take. The [protocol](protocol) module states the protocol and why it is
+//! free of ABA; `loom-tests/` model-checks it.
+
+mod hints;
+mod key_mode;
+mod options;
+mod placement;
+mod protocol;
+mod slot;
+mod table;
+
+pub use key_mode::{Exact, ExactKey, Hashed, KeyMode};
+pub use options::{KeyedLimiterBuilder, TableError, WhenFull};
+pub use table::KeyedStats;
+
+use crate::clock::{Clock, QuantaClock, Timestamp};
+use crate::decision::Decision;
+use crate::error::{QuotaError, RequestError};
+use crate::quota::Quota;
+use crate::request::{Request, Tier};
+use core::fmt;
+use core::marker::PhantomData;
+use table::Table;
+
+/// A rate limiter with one state per key: client IPs, user ids, API keys, flow tuples.
+///
+/// Checks of a key already in the table are lock-free and allocation-free; see the
+/// [module documentation](self) for the table, sizing and the slot protocol. Share it between
+/// threads by reference or in an [`Arc`](std::sync::Arc).
+///
+/// `K` is the key type (`?Sized`: a `KeyedLimiter<str, _>` takes `&str`); `M` how keys are
+/// stored: [`Hashed`] (default, any `Hash` key) or [`Exact`] (see [`ExactKeyedLimiter`]).
+///
+/// | operation | shorthand | packet-loop form | full form |
+/// |---|---|---|---|
+/// | consume if it fits | [`check`](Self::check) | [`check_at`](Self::check_at) | [`check_with`](Self::check_with) |
+/// | ask without consuming | [`peek`](Self::peek) | | [`peek_with`](Self::peek_with) |
+///
+/// ```
+/// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+/// use std::net::Ipv4Addr;
+///
+/// let limiter = KeyedLimiter::builder(Gcra::per_second(2)?)
+///     .capacity(100_000)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// let alice = Ipv4Addr::new(192, 0, 2, 1);
+/// let bob = Ipv4Addr::new(192, 0, 2, 2);
+/// assert!(limiter.check(&alice).is_allowed());
+/// assert!(limiter.check(&alice).is_allowed());
+/// assert!(limiter.check(&alice).is_denied());
+/// assert!(limiter.check(&bob).is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<K> = Hashed> {
+    table: Table<M::Slot>,
+    capacity: usize,
+    hasher: ahash::RandomState,
+    quota: Q,
+    clock: C,
+    when_full: WhenFull,
+    key: PhantomData<fn(&K)>,
+}
+
+/// A keyed limiter storing integer keys (up to 128 bits: IPv4, IPv6, `u64` ids) exactly.
+///
+/// ```
+/// use nanolimit::{ExactKeyedLimiter, FixedWindow, KeyedLimiter, ManualClock};
+/// use std::net::Ipv6Addr;
+///
+/// let limiter: ExactKeyedLimiter<Ipv6Addr, FixedWindow, ManualClock> =
+///     KeyedLimiter::builder(FixedWindow::per_second(1)?)
+///         .capacity(100_000)
+///         .clock(ManualClock::new())
+///         .exact_keys()
+///         .build()?;
+/// assert!(limiter.check(&Ipv6Addr::LOCALHOST).is_allowed());
+/// assert!(limiter.check(&Ipv6Addr::LOCALHOST).is_denied());
+/// assert_eq!(limiter.bytes_per_key(), 31);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub type ExactKeyedLimiter<K, Q, C = QuantaClock> = KeyedLimiter<K, Q, C, Exact>;
+
+impl<K: ?Sized, Q: Quota, C: Clock + fmt::Debug, M: KeyMode<K>> fmt::Debug
+    for KeyedLimiter<K, Q, C, M>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedLimiter")
+            .field("quota", &self.quota)
+            .field("clock", &self.clock)
+            .field("capacity", &self.capacity)
+            .field("shards", &self.table.shard_count())
+            .field("when_full", &self.when_full)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
+    /// Checks one unit for `key` now: consumes it if it fits.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<str, _>::new(Gcra::per_minute(1)?, 1_000)?;
+    /// assert!(limiter.check("api-key-1").is_allowed());
+    /// let decision = limiter.check("api-key-1");
+    /// assert!(decision.is_denied());
+    /// assert!(decision.retry_after().as_secs() >= 59);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn check(&self, key: &K) -> Decision<Q> {
+        self.check_at(key, self.clock.now())
+    }
+
+    /// Checks one unit for `key` at `now`, a reading the caller already holds: no clock read.
+    /// The packet-loop form: infallible and as cheap as a check gets.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_second(1)?, 1_000)?;
+    /// let now = limiter.now();
+    /// for flow in [1u64, 2, 3] {
+    ///     assert!(limiter.check_at(&flow, now).is_allowed());
+    /// }
+    /// assert!(limiter.check_at(&1, now).is_denied());
+    /// assert!(limiter.check_at(&1, now.saturating_add(Duration::from_secs(1))).is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn check_at(&self, key: &K, now: Timestamp) -> Decision<Q> {
+        // Every quota's limit is at least 1.
+        self.decide(key, &self.quota, 1, self.quota.instant(now))
+    }
+
+    /// Checks `request` for `key` (cost, time, tier; see [`Request`]): consumes its cost, all or
+    /// nothing, if it fits.
+    ///
+    /// Errors when the request can never pass: a cost above its quota's limit, or a tier made
+    /// by a limiter whose state counts in other units.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request, Timestamp};
+    ///
+    /// // 1 MB/s per client, bursts of 64 KiB.
+    /// let bytes = Gcra::per_second(1_000_000)?.with_burst(65_536)?;
+    /// let limiter = KeyedLimiter::builder(bytes).clock(ManualClock::new()).build()?;
+    /// assert!(limiter.check_with(&7u32, Request::cost(1_500))?.is_allowed());
+    /// assert!(limiter.check_with(&7u32, Request::cost(100_000)).is_err());
+    /// // This client's tier allows bursts of 1 MB; a second later its debt is paid.
+    /// let bulk = limiter.tier(Gcra::per_second(1_000_000)?)?;
+    /// let later = Timestamp::from_ns(1_000_000_000)?;
+    /// assert!(limiter.check_with(&7, Request::cost(600_000).tier(bulk).at(later))?.is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn check_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        let resolved = request.resolve(&self.quota)?;
+        let now = request.at.unwrap_or_else(|| self.clock.now());
+        Ok(self.decide(
+            key,
+            &resolved.quota,
+            resolved.cost,
+            resolved.quota.instant(now),
+        ))
+    }
+
+    /// Whether one unit for `key` would pass now, consuming nothing and inserting nothing.
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<str, _>::new(FixedWindow::per_minute(2)?, 100)?;
+    /// assert_eq!(limiter.peek("bob").remaining(), 2);
+    /// assert_eq!(limiter.entries(), 0);
+    /// let _ = limiter.check("bob");
+    /// assert_eq!(limiter.peek("bob").remaining(), 1);
+    /// assert_eq!(limiter.peek("bob").remaining(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn peek(&self, key: &K) -> Decision<Q> {
+        let now = self.quota.instant(self.clock.now());
+        self.peek_decision(key, &self.quota, 1, now)
+    }
+
+    /// Whether `request` for `key` would pass, consuming nothing and inserting nothing.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, Request};
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_minute(10)?, 100)?;
+    /// assert!(limiter.check_with(&9, Request::cost(8))?.is_allowed());
+    /// assert!(limiter.peek_with(&9, Request::cost(2))?.is_allowed());
+    /// assert!(limiter.peek_with(&9, Request::cost(3))?.is_denied());
+    /// // Under a tier with bursts of 20, the same key has 12 left.
+    /// let large = limiter.tier(Gcra::per_minute(10)?.with_burst(20)?)?;
+    /// assert_eq!(limiter.peek_with(&9, Request::new().tier(large))?.remaining(), 12);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn peek_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        let resolved = request.resolve(&self.quota)?;
+        let now = request.at.unwrap_or_else(|| self.clock.now());
+        Ok(self.peek_decision(
+            key,
+            &resolved.quota,
+            resolved.cost,
+            resolved.quota.instant(now),
+        ))
+    }
+
+    /// `quota` made ready for requests to this limiter ([`Request::tier`]): validated and
+    /// expressed in its state's units once, here. See [`Tier`] for how a key's state carries
+    /// over between tiers.
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, KeyedLimiter, QuotaError};
+    ///
+    /// let limiter = KeyedLimiter::<str, _>::new(FixedWindow::per_second(10)?, 100)?;
+    /// assert!(limiter.tier(FixedWindow::per_second(100)?).is_ok());
+    /// // Another window length cannot share the table's counts.
+    /// assert_eq!(
+    ///     limiter.tier(FixedWindow::per_minute(10)?).err(),
+    ///     Some(QuotaError::IncompatibleQuota)
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
+        Tier::new(quota, &self.quota)
+    }
+
+    /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
+    /// [`Request::at`].
+    #[inline]
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The table's quota.
+    pub fn quota(&self) -> &Q {
+        &self.quota
+    }
+
+    /// The clock this limiter reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// How many live keys the table was sized for (as requested at construction).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// How many slots the table has: the capacity plus its headroom (a half for [`Hashed`]
+    /// keys, a quarter for [`Exact`] ones), rounded up to whole buckets.
+    pub fn slots(&self) -> usize {
+        self.table.slot_count()
+    }
+
+    /// The number of shards.
+    pub fn shards(&self) -> usize {
+        self.table.shard_count()
+    }
+
+    /// Total bytes the table occupies, fixed at construction.
+    pub fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+    }
+
+    /// Bytes per key of capacity, all overhead (headroom, padding, shards) included, rounded to
+    /// the nearest byte.
+    pub fn bytes_per_key(&self) -> usize {
+        (self.memory_bytes() + self.capacity / 2) / self.capacity
+    }
+
+    /// How many slots hold an entry, live or equivalent to fresh (entries are never removed,
+    /// only reused). Scans the whole table: for monitoring, not for the hot path.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_second(1)?, 100_000)?;
+    /// for key in 0..10 {
+    ///     let _ = limiter.check(&key);
+    /// }
+    /// assert_eq!(limiter.entries(), 10);
+    /// assert!(limiter.slots() >= 150_000);
+    /// // Fixed at construction, whatever the traffic: at most 32 bytes per key of capacity.
+    /// assert!(limiter.bytes_per_key() <= 32);
+    /// assert!(limiter.memory_bytes() <= 100_000 * 32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn entries(&self) -> usize {
+        self.table.entries()
+    }
+
+    /// Slow-path event counters.
+    pub fn stats(&self) -> KeyedStats {
+        self.table.stats()
+    }
+}

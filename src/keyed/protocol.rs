@@ -1,0 +1,369 @@
+//! The slot protocol: how checks, peeks and inserts share slots without a lock on the check
+//! path, and why a check never acts on a slot that was given to another key.
+//!
+//! # The protocol
+//!
+//! A slot's state word doubles as its control word ([`slot`](super::slot)): `VACANT`,
+//! `RESERVED` (being (re)assigned under the shard's insert lock), or a live state.
+//!
+//! - **Check of a present key** (lock-free, no allocation, no key clone): load the state with
+//!   Acquire; skip markers; compare the identity words; step, and make one compare-and-swap
+//!   attempt from the loaded state. If that attempt is lost, a cold path looks the key up again
+//!   and runs the shared CAS driver, whose guard re-reads the identity after every lost race
+//!   before stepping again, and aborts (the lookup starts over) if the slot was reassigned.
+//!   An admission is confirmed by its CAS; a denial or a peek, which write nothing, re-read the
+//!   state after the identity (behind an Acquire fence that pairs with a Release fence the
+//!   inserter issues before rewriting a claimed slot's identity) and count only if it is
+//!   unchanged: else the identity they matched may have been half rewritten (an
+//!   [`Exact`](super::Exact) key's two words), or belong to a key inserted since.
+//! - **Insert of a new key** (slow path): take the shard's insert lock, look again (another
+//!   thread may just have inserted it, or a stale hint hid it), then claim a slot: a vacant one,
+//!   else one whose state is [equivalent to fresh](crate::Quota::is_fresh) (claimed by CAS from
+//!   that state to `RESERVED`, which fails if a checker touched it meanwhile, then a Release
+//!   fence), else what [`WhenFull`] says (an eviction claims a live slot the same way). Write
+//!   the hint and the identity, then publish the key's first state with a Release store.
+//!
+//! The insert lock serialises inserts within one shard only; checks never take it, so a check of
+//! a present key never waits for an insert. The lock exists so that two threads inserting the
+//! same new key produce one entry: both look again under it, and the second finds the first's.
+//!
+//! # Why it is free of ABA
+//!
+//! A check's CAS succeeds only if the state word still holds the value it observed while the
+//! identity was its key's. Every algorithm writes only values strictly greater than the value
+//! they replace, and a slot is reassigned only from a state that was fresh at the inserter's
+//! time, with a first state greater than it (the invariants of [`Quota`]); so a state word never
+//! returns to a value observed under a previous key. An eviction keeps this by letting the new
+//! key inherit the evicted state, which it only increases. For window quotas this holds barring
+//! a full wrap of the stored index between one thread's load and its CAS, and barring readings
+//! further behind than the quota's [backward bound](crate::quota#readings-behind-the-state),
+//! which read a live entry as idle for a very long time. GCRA has no bound: a reading behind a
+//! key's state, by any amount, is judged in that state, so it neither reclaims a live entry nor
+//! writes a smaller word.
+
+use super::key_mode::KeyMode;
+use super::placement::Placement;
+use super::slot::{SlotOps, RESERVED, VACANT};
+use super::table::TableEvent;
+use super::{KeyedLimiter, WhenFull};
+use crate::clock::Clock;
+use crate::decision::Decision;
+use crate::driver::{self, Applied, Attempt};
+use crate::quota::{Quota, Step};
+use crate::sync::{fence, Ordering};
+
+/// The slot the insert path takes for a new key.
+enum Candidate<'table, S> {
+    /// A slot that never held a key.
+    Vacant(&'table S),
+    /// A slot whose entry is equivalent to fresh, judged on `state`.
+    Reclaimable { slot: &'table S, state: u64 },
+    /// The live entry closest to fresh ([`WhenFull::EvictClosestToFresh`]), judged on `state`.
+    Evictable { slot: &'table S, state: u64 },
+}
+
+/// Every slot a new key may use holds a live entry.
+struct Full {
+    /// Time until the first of them is equivalent to fresh (reclaimable).
+    soonest_free_ns: u64,
+}
+
+impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
+    /// The fast path every check funnels into: find the key's slot and make one compare-and-swap
+    /// attempt on it. Everything else (a key not in the table, a lost race) goes to the cold
+    /// [`decide_slow`](Self::decide_slow), which keeps this path short.
+    #[inline]
+    pub(super) fn decide(&self, key: &K, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
+        if cost == 0 {
+            return self.peek_decision(key, quota, 0, now);
+        }
+        let (hash, identity) = M::identify(&self.hasher, key);
+        if let Some((slot, observed)) = self.table.find(self.table.place(hash), &identity) {
+            // `find` checked the identity after loading `observed`; a successful attempt
+            // replaces that very value, so the slot was still this key's.
+            match driver::attempt(slot.state(), observed, quota.step(observed, now, cost)) {
+                Attempt::Allowed { current } => {
+                    return Decision::new(true, cost, current, now, *quota);
+                }
+                Attempt::Denied if slot.unchanged_since(observed) => {
+                    return Decision::new(false, cost, observed, now, *quota);
+                }
+                Attempt::Denied | Attempt::Lost { .. } => {}
+            }
+        }
+        self.decide_slow(hash, identity, quota, cost, now)
+    }
+
+    /// The core every peek funnels into: the key's state as it is (fresh if the table does not
+    /// hold it), judged without writing or inserting anything.
+    pub(super) fn peek_decision(
+        &self,
+        key: &K,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+    ) -> Decision<Q> {
+        let (hash, identity) = M::identify(&self.hasher, key);
+        let placement = self.table.place(hash);
+        let state = loop {
+            match self.table.find(placement, &identity) {
+                Some((slot, state)) if slot.unchanged_since(state) => break state,
+                // The slot changed while we read it: look again.
+                Some(_) => {}
+                None => break Q::FRESH,
+            }
+        };
+        let allowed = cost == 0 || matches!(quota.step(state, now, cost), Step::Allow(_));
+        Decision::new(allowed, cost, state, now, *quota)
+    }
+
+    /// The slow path of [`decide`](Self::decide): look again, then run the shared CAS driver
+    /// (whose guard re-checks the slot's identity after every lost race), or insert the key.
+    #[cold]
+    #[inline(never)]
+    fn decide_slow(
+        &self,
+        hash: u64,
+        identity: <M::Slot as SlotOps>::Identity,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+    ) -> Decision<Q> {
+        let placement = self.table.place(hash);
+        loop {
+            let Some((slot, observed)) = self.table.find(placement, &identity) else {
+                return self.insert(placement, &identity, quota, cost, now);
+            };
+            if let Some(decision) = apply_to_slot(slot, &identity, observed, quota, cost, now) {
+                return decision;
+            }
+            // The slot was reassigned while we raced for it: look again.
+        }
+    }
+
+    /// The slowest path: a key not in the table.
+    #[inline(never)]
+    fn insert(
+        &self,
+        placement: Placement,
+        identity: &<M::Slot as SlotOps>::Identity,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+    ) -> Decision<Q> {
+        let shard = placement.shard;
+        let _guard = self.table.lock(shard);
+        // Slots of this shard are only reassigned under the lock we hold: from here on, a slot
+        // holding our identity keeps it, and no other thread claims a slot. Every slot is read:
+        // the lock-free lookup may have missed the key on a stale hint.
+        if let Some((slot, observed)) = self.table.find_exhaustive(placement, identity) {
+            if let Some(decision) = apply_to_slot(slot, identity, observed, quota, cost, now) {
+                return decision;
+            }
+            unreachable!("slots are not reassigned while their shard's insert lock is held");
+        }
+        loop {
+            let candidate = match self.choose_slot(placement, now) {
+                Ok(candidate) => candidate,
+                Err(Full { soonest_free_ns }) => {
+                    return if self.when_full == WhenFull::Allow {
+                        self.table.count(shard, TableEvent::UntrackedNewKey);
+                        Decision::untracked(cost, now, *quota)
+                    } else {
+                        self.table.count(shard, TableEvent::RefusedNewKey);
+                        Decision::refused(cost, soonest_free_ns, now, *quota)
+                    };
+                }
+            };
+            // A vacant slot starts fresh; a reclaimed one from its fresh-equivalent state (the
+            // same decision, by definition); an evicted one inherits the evicted state. Either
+            // way the first stored word is greater than the previous one, which is what keeps
+            // stale checkers out (module docs).
+            let (slot, previous, event) = match candidate {
+                Candidate::Vacant(slot) => (slot, None, None),
+                Candidate::Reclaimable { slot, state } => {
+                    (slot, Some(state), Some(TableEvent::Reclaim))
+                }
+                Candidate::Evictable { slot, state } => {
+                    (slot, Some(state), Some(TableEvent::Eviction))
+                }
+            };
+            let Step::Allow(first_state) = quota.step(previous.unwrap_or(Q::FRESH), now, cost)
+            else {
+                // Only an inherited (evicted) state can deny: then nothing is evicted, and the
+                // new key is refused, until that state would admit it.
+                self.table.count(shard, TableEvent::RefusedNewKey);
+                let wait_ns = quota.retry_after_ns(previous.unwrap_or(Q::FRESH), now, cost);
+                return Decision::refused(cost, wait_ns, now, *quota);
+            };
+            if let Some(previous) = previous {
+                if !claim(slot, previous) {
+                    // A checker updated the entry since we judged it: choose again.
+                    continue;
+                }
+            }
+            self.table.count(shard, TableEvent::Insert);
+            if let Some(event) = event {
+                self.table.count(shard, event);
+            }
+            self.table.set_hint(placement, slot);
+            publish(slot, identity, first_state);
+            return Decision::new(true, cost, first_state, now, *quota);
+        }
+    }
+
+    /// Picks the slot for a new key: a vacant one if either bucket has one (in the bucket with
+    /// more vacant slots: "power of two choices" keeps buckets even and delays the first
+    /// refusal); else an entry equivalent to fresh (in the bucket with more of them); else, if
+    /// evicting, the live entry closest to fresh. When none is to be had, how soon one frees.
+    fn choose_slot(
+        &self,
+        placement: Placement,
+        now: Q::Instant,
+    ) -> Result<Candidate<'_, M::Slot>, Full> {
+        let mut vacant: Option<(&M::Slot, usize)> = None;
+        let mut reclaimable: Option<(&M::Slot, u64, usize)> = None;
+        for bucket in placement.buckets() {
+            let mut vacant_here: Option<(&M::Slot, usize)> = None;
+            let mut reclaimable_here: Option<(&M::Slot, u64, usize)> = None;
+            for slot in self.table.bucket(placement, bucket) {
+                // ORDERING: Relaxed; the state is only judged here, and claimed by a CAS that
+                // fails if it changed. Identity words are not read.
+                let state = slot.state().load(Ordering::Relaxed);
+                if state == VACANT {
+                    let count = vacant_here.map_or(0, |(_, count)| count) + 1;
+                    vacant_here = Some((vacant_here.map_or(slot, |(first, _)| first), count));
+                } else if self.quota.is_fresh(state, now) {
+                    reclaimable_here = match reclaimable_here {
+                        Some((first, first_state, count)) => Some((first, first_state, count + 1)),
+                        None => Some((slot, state, 1)),
+                    };
+                }
+            }
+            if let Some((slot, count)) = vacant_here {
+                if vacant.is_none_or(|(_, most)| count > most) {
+                    vacant = Some((slot, count));
+                }
+            }
+            if let Some((slot, state, count)) = reclaimable_here {
+                if reclaimable.is_none_or(|(_, _, most)| count > most) {
+                    reclaimable = Some((slot, state, count));
+                }
+            }
+        }
+        if let Some((slot, _)) = vacant {
+            return Ok(Candidate::Vacant(slot));
+        }
+        if let Some((slot, state, _)) = reclaimable {
+            return Ok(Candidate::Reclaimable { slot, state });
+        }
+        self.closest_to_fresh(placement, now)
+    }
+
+    /// Every candidate slot is live: the one closest to fresh, to evict if the policy says so,
+    /// else how soon it frees.
+    #[cold]
+    fn closest_to_fresh(
+        &self,
+        placement: Placement,
+        now: Q::Instant,
+    ) -> Result<Candidate<'_, M::Slot>, Full> {
+        let mut closest: Option<(&M::Slot, u64, u64)> = None;
+        for bucket in placement.buckets() {
+            for slot in self.table.bucket(placement, bucket) {
+                // ORDERING: Relaxed, as in `choose_slot`.
+                let state = slot.state().load(Ordering::Relaxed);
+                let reset_after_ns = self.quota.reset_after_ns(state, now);
+                if closest.is_none_or(|(_, _, soonest)| reset_after_ns < soonest) {
+                    closest = Some((slot, state, reset_after_ns));
+                }
+            }
+        }
+        match closest {
+            Some((slot, state, _)) if self.when_full == WhenFull::EvictClosestToFresh => {
+                Ok(Candidate::Evictable { slot, state })
+            }
+            closest => Err(Full {
+                soonest_free_ns: closest.map_or(0, |(_, _, soonest)| soonest),
+            }),
+        }
+    }
+
+    /// The one-byte lookup hint `key` gets in this table: for the loom models, which need keys
+    /// whose hints collide to reach some interleavings.
+    #[cfg(nanolimit_loom)]
+    pub fn lookup_hint(&self, key: &K) -> u8 {
+        let (hash, _) = M::identify(&self.hasher, key);
+        self.table.place(hash).hint
+    }
+}
+
+/// Claims `slot`, judged on `previous`, for a new key: `RESERVED` replaces `previous` unless a
+/// checker changed the entry meanwhile. Under the insert lock.
+fn claim<S: SlotOps>(slot: &S, previous: u64) -> bool {
+    // ORDERING: AcqRel on success: Acquire orders our identity writes after every update of the
+    // old entry; Release is unneeded (RESERVED publishes nothing) but harmless. Relaxed on
+    // failure: the slot is simply judged again.
+    if slot
+        .state()
+        .compare_exchange(previous, RESERVED, Ordering::AcqRel, Ordering::Relaxed)
+        .is_err()
+    {
+        return false;
+    }
+    // ORDERING: Release fence before the identity words are rewritten: pairs with the Acquire
+    // fence of `SlotOps::unchanged_since`, so a checker that reads any new identity word also
+    // sees the slot claimed, and does not trust a match made of the old key's state and (part
+    // of) the new key's identity.
+    fence(Ordering::Release);
+    true
+}
+
+/// Writes a new key's identity into a vacant or claimed slot, then publishes its first state.
+fn publish<S: SlotOps>(slot: &S, identity: &S::Identity, state: u64) {
+    slot.set_identity(identity);
+    // ORDERING: Release, pairs with the Acquire loads of lookups and of the driver: a thread
+    // that observes this state (or any later CAS of it) sees the identity written above.
+    slot.state().store(state, Ordering::Release);
+}
+
+/// Runs the shared CAS driver on a slot found holding `identity` with state `observed`.
+/// Returns `None` if the slot was reassigned to another key before our update landed.
+#[inline]
+fn apply_to_slot<S: SlotOps, Q: Quota>(
+    slot: &S,
+    identity: &S::Identity,
+    mut observed: u64,
+    quota: &Q,
+    cost: u64,
+    now: Q::Instant,
+) -> Option<Decision<Q>> {
+    // `find` already checked the identity for the first observed value; after a lost race, or
+    // a denial the state did not confirm, the new value may belong to another key.
+    let mut identity_checked = true;
+    loop {
+        let guard = |state: u64| {
+            if !identity_checked && (state >= RESERVED || !slot.holds(identity)) {
+                return None;
+            }
+            identity_checked = false;
+            Some(quota.step(state, now, cost))
+        };
+        match driver::apply(slot.state(), observed, guard) {
+            Applied::Allowed { current } => {
+                return Some(Decision::new(true, cost, current, now, *quota));
+            }
+            Applied::Denied {
+                observed: denied_on,
+            } if slot.unchanged_since(denied_on) => {
+                return Some(Decision::new(false, cost, denied_on, now, *quota));
+            }
+            Applied::Denied { .. } => {
+                // ORDERING: Acquire, as the lookup's load: the identity is checked against
+                // this value next.
+                observed = slot.state().load(Ordering::Acquire);
+            }
+            Applied::Aborted => return None,
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Slots: a key's identity words and its state word, which doubles as the slot's control word.
+//!
+//! | state word | meaning |
+//! |---|---|
+//! | [`VACANT`] | the slot never held a key |
+//! | [`RESERVED`] | the slot is being (re)assigned under its shard's insert lock |
+//! | anything else | a live algorithm state of the key the identity words name |
+//!
+//! No algorithm produces either marker (see the invariants of [`Quota`](crate::Quota)).
+
+use crate::sync::{fence, AtomicU64, Ordering};
+
+/// State word of a slot that never held a key.
+pub(crate) const VACANT: u64 = u64::MAX;
+/// State word of a slot being (re)assigned under its shard's insert lock.
+pub(crate) const RESERVED: u64 = u64::MAX - 1;
+
+/// The operations the table needs from a slot.
+pub trait SlotOps: Send + Sync + Sized {
+    /// The table allocates `capacity + capacity / HEADROOM_DIVISOR` slots.
+    const HEADROOM_DIVISOR: usize;
+    /// The identity words of a key.
+    type Identity: Copy + Eq;
+    /// A slot holding no key.
+    fn vacant() -> Self;
+    /// The state word.
+    fn state(&self) -> &AtomicU64;
+    /// Whether the identity words equal `identity`.
+    fn holds(&self, identity: &Self::Identity) -> bool;
+    /// Overwrites the identity words (only while the state word is `RESERVED` or `VACANT`,
+    /// after a Release fence if it was claimed from another key).
+    fn set_identity(&self, identity: &Self::Identity);
+    /// After [`holds`](Self::holds) matched for a state loaded as `observed`: whether the state
+    /// is still `observed`, which proves the identity words read belonged to it (no
+    /// reassignment overwrote them meanwhile). Decisions that no compare-and-swap confirms
+    /// (denials, peeks) need this; admissions are confirmed by their CAS.
+    fn unchanged_since(&self, observed: u64) -> bool;
+}
+
+/// A slot with `WORDS` identity words: one for [`Hashed`](super::Hashed) keys (16 bytes), two
+/// for [`Exact`](super::Exact) keys (24 bytes).
+#[derive(Debug)]
+pub struct Slot<const WORDS: usize> {
+    identity: [AtomicU64; WORDS],
+    state: AtomicU64,
+}
+
+impl<const WORDS: usize> SlotOps for Slot<WORDS> {
+    type Identity = [u64; WORDS];
+    /// With one-byte hints: half again as many one-word (16-byte) slots, 25.5 bytes per key; a
+    /// quarter more two-word (24-byte) slots, 31.25 bytes per key (a third more would exceed
+    /// 32). What each gives in live keys is measured in the module documentation.
+    const HEADROOM_DIVISOR: usize = if WORDS == 1 { 2 } else { 4 };
+
+    fn vacant() -> Self {
+        Slot {
+            identity: core::array::from_fn(|_| AtomicU64::new(0)),
+            state: AtomicU64::new(VACANT),
+        }
+    }
+
+    #[inline]
+    fn state(&self) -> &AtomicU64 {
+        &self.state
+    }
+
+    #[inline]
+    fn holds(&self, identity: &[u64; WORDS]) -> bool {
+        // ORDERING: Relaxed. The caller loaded the state word with Acquire (directly or via the
+        // driver's failed CAS), which synchronises with the Release store that published these
+        // words. A reassignment racing with this read may make it newer, or (with two words)
+        // torn, so a match is only trusted once something confirms the state did not change:
+        // the check's CAS for an admission, `unchanged_since` otherwise.
+        self.identity
+            .iter()
+            .zip(identity)
+            .all(|(word, expected)| word.load(Ordering::Relaxed) == *expected)
+    }
+
+    #[inline]
+    fn unchanged_since(&self, observed: u64) -> bool {
+        // ORDERING: the Acquire fence keeps the identity reads before the load below, and pairs
+        // with the Release fence an inserter issues after claiming the slot and before
+        // rewriting its identity (`Table::claim`): if any identity word read was already
+        // rewritten, the claim happens before this load, which then cannot return `observed`
+        // (a claimed slot's word never returns to an earlier value; see the protocol).
+        fence(Ordering::Acquire);
+        // ORDERING: Relaxed; ordered by the fence above.
+        self.state.load(Ordering::Relaxed) == observed
+    }
+
+    #[inline]
+    fn set_identity(&self, identity: &[u64; WORDS]) {
+        for (word, value) in self.identity.iter().zip(identity) {
+            // ORDERING: Relaxed; published by the Release store of the state word that follows
+            // (see `Table::publish`).
+            word.store(*value, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! The table: shards of 64-byte-aligned buckets of slots, allocated once, and the lookups over
+//! them. What a check or an insert does with a slot is the [protocol](super::protocol).
+//!
+//! Each shard has two parts, kept on separate cache lines: what every lookup reads (where the
+//! buckets and hint words are), written only at construction, and what inserts write (the
+//! insert lock and the event counters), padded to a cache line of its own. So a flood of new
+//! keys into a shard does not invalidate a line that lookups of its present keys read.
+
+use super::hints::{self, HintMatches};
+use super::options::TableError;
+use super::placement::Placement;
+use super::slot::{SlotOps, RESERVED, VACANT};
+use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use crossbeam_utils::CachePadded;
+
+/// Slots per bucket: with [`Hashed`](super::Hashed) keys a bucket is two 64-byte cache lines,
+/// each holding four (identity, state) pairs.
+pub(crate) const SLOTS_PER_BUCKET: usize = 8;
+
+/// One cache-line-aligned bucket of slots.
+#[derive(Debug)]
+#[repr(align(64))]
+pub(super) struct Bucket<S> {
+    pub(super) slots: [S; SLOTS_PER_BUCKET],
+}
+
+/// What lookups read of a shard: never written after construction, so several shards may share
+/// a cache line.
+#[derive(Debug)]
+struct Shard<S> {
+    buckets: Box<[Bucket<S>]>,
+    /// One word of one-byte hints per bucket ([`hints`](super::hints)). Written under the
+    /// insert lock before the slot is published.
+    hints: Box<[AtomicU64]>,
+}
+
+/// What inserts write in a shard, on a cache line of its own.
+#[derive(Debug)]
+struct ShardWriter {
+    insert_lock: Mutex<()>,
+    inserts: AtomicU64,
+    reclaims: AtomicU64,
+    refused_new_keys: AtomicU64,
+    untracked_new_keys: AtomicU64,
+    evictions: AtomicU64,
+}
+
+/// A slow-path event a shard counts.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum TableEvent {
+    Insert,
+    Reclaim,
+    RefusedNewKey,
+    UntrackedNewKey,
+    Eviction,
+}
+
+/// Counters of a keyed table's slow-path events, summed over its shards.
+///
+/// ```
+/// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+///
+/// let limiter = KeyedLimiter::builder(Gcra::per_second(1)?)
+///     .capacity(16)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// let _ = limiter.check(&"alice");
+/// let _ = limiter.check(&"alice");
+/// assert_eq!(limiter.stats().inserts, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct KeyedStats {
+    /// New keys given a slot.
+    pub inserts: u64,
+    /// Inserts that reused the slot of an entry equivalent to fresh.
+    pub reclaims: u64,
+    /// New keys denied because their candidate slots were all live ([`WhenFull::Deny`], or an
+    /// inherited state that denied under [`WhenFull::EvictClosestToFresh`]).
+    ///
+    /// [`WhenFull::Deny`]: super::WhenFull::Deny
+    /// [`WhenFull::EvictClosestToFresh`]: super::WhenFull::EvictClosestToFresh
+    pub refused_new_keys: u64,
+    /// New keys allowed without being tracked ([`WhenFull::Allow`](super::WhenFull::Allow)).
+    pub untracked_new_keys: u64,
+    /// Live entries evicted for a new key
+    /// ([`WhenFull::EvictClosestToFresh`](super::WhenFull::EvictClosestToFresh)).
+    pub evictions: u64,
+}
+
+/// The table: shards of buckets of slots.
+#[derive(Debug)]
+pub(super) struct Table<S> {
+    shards: Box<[Shard<S>]>,
+    writers: Box<[CachePadded<ShardWriter>]>,
+    shard_mask: u64,
+    buckets_per_shard: u64,
+}
+
+impl<S: SlotOps> Table<S> {
+    /// Allocates a table for `capacity` live keys in `shards` shards, or says why it cannot.
+    pub(super) fn new(capacity: usize, shards: usize) -> Result<Self, TableError> {
+        if capacity == 0 {
+            return Err(TableError::ZeroCapacity);
+        }
+        if shards == 0 || !shards.is_power_of_two() {
+            return Err(TableError::ShardsNotPowerOfTwo { shards });
+        }
+        let too_large = TableError::CapacityTooLarge { capacity };
+        // Headroom, so that the requested number of live keys fits before a new key finds both
+        // its buckets full (see the module documentation of `keyed`).
+        let slots = capacity
+            .checked_add(capacity / S::HEADROOM_DIVISOR)
+            .ok_or(too_large)?;
+        let slots_per_shard = slots.div_ceil(shards);
+        let buckets_per_shard = slots_per_shard.div_ceil(SLOTS_PER_BUCKET).max(1);
+        // Placement maps a 32-bit half of the hash onto the buckets of a shard.
+        if buckets_per_shard > u32::MAX as usize {
+            return Err(too_large);
+        }
+        let total_bytes = buckets_per_shard
+            .checked_mul(core::mem::size_of::<Bucket<S>>() + core::mem::size_of::<AtomicU64>())
+            .and_then(|per_shard| per_shard.checked_add(Self::SHARD_OVERHEAD_BYTES))
+            .and_then(|per_shard| per_shard.checked_mul(shards))
+            .filter(|&bytes| bytes <= isize::MAX as usize)
+            .ok_or(too_large)?;
+        let allocation_failed = TableError::AllocationFailed { bytes: total_bytes };
+        let writers = try_boxed_slice(shards, allocation_failed, || {
+            CachePadded::new(ShardWriter {
+                insert_lock: Mutex::new(()),
+                inserts: AtomicU64::new(0),
+                reclaims: AtomicU64::new(0),
+                refused_new_keys: AtomicU64::new(0),
+                untracked_new_keys: AtomicU64::new(0),
+                evictions: AtomicU64::new(0),
+            })
+        })?;
+        let mut shard_parts = Vec::new();
+        shard_parts
+            .try_reserve_exact(shards)
+            .map_err(|_| allocation_failed)?;
+        for _ in 0..shards {
+            let buckets = try_boxed_slice(buckets_per_shard, allocation_failed, || Bucket {
+                slots: core::array::from_fn(|_| S::vacant()),
+            })?;
+            let hints = try_boxed_slice(buckets_per_shard, allocation_failed, || {
+                AtomicU64::new(0)
+            })?;
+            shard_parts.push(Shard { buckets, hints });
+        }
+        Ok(Table {
+            shards: shard_parts.into_boxed_slice(),
+            writers,
+            shard_mask: shards as u64 - 1,
+            buckets_per_shard: buckets_per_shard as u64,
+        })
+    }
+
+    /// Bytes a shard costs beyond its buckets and hints.
+    const SHARD_OVERHEAD_BYTES: usize =
+        core::mem::size_of::<Shard<S>>() + core::mem::size_of::<CachePadded<ShardWriter>>();
+
+    #[inline]
+    pub(super) fn place(&self, hash: u64) -> Placement {
+        Placement::of(hash, self.shard_mask, self.buckets_per_shard)
+    }
+
+    /// The slots of `bucket` in `placement`'s shard.
+    #[inline]
+    pub(super) fn bucket(&self, placement: Placement, bucket: usize) -> &[S; SLOTS_PER_BUCKET] {
+        &self.shards[placement.shard].buckets[bucket].slots
+    }
+
+    /// The slot holding `identity` and the state observed in it, if any, reading only the slots
+    /// whose hint matches (the lock-free lookup).
+    #[inline]
+    pub(super) fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
+        let shard = &self.shards[placement.shard];
+        placement.probe(|bucket| {
+            // ORDERING: Relaxed; a hint only filters (see `hints`): a stale one sends the check
+            // to the locked slow path, which does not use hints.
+            let hint_word = shard.hints[bucket].load(Ordering::Relaxed);
+            let slots = &shard.buckets[bucket].slots;
+            HintMatches::of(hint_word, placement.hint)
+                .find_map(|index| Self::holding(&slots[index], identity))
+        })
+    }
+
+    /// [`find`](Self::find), reading every candidate slot, whatever the hints say (under the
+    /// insert lock, where a stale hint must not hide a key).
+    pub(super) fn find_exhaustive(
+        &self,
+        placement: Placement,
+        identity: &S::Identity,
+    ) -> Option<(&S, u64)> {
+        placement.probe(|bucket| {
+            self.bucket(placement, bucket)
+                .iter()
+                .find_map(|slot| Self::holding(slot, identity))
+        })
+    }
+
+    /// `slot` and its observed state, if it holds a live entry for `identity`.
+    #[inline]
+    fn holding<'slot>(slot: &'slot S, identity: &S::Identity) -> Option<(&'slot S, u64)> {
+        // ORDERING: Acquire, pairs with the Release store that published the slot's identity
+        // (`publish`) or a later CAS in its release sequence, so the identity words read next
+        // are at least as new as this state.
+        let state = slot.state().load(Ordering::Acquire);
+        (state < RESERVED && slot.holds(identity)).then_some((slot, state))
+    }
+
+    /// Records `placement`'s hint for `slot`, one of its candidates. Under the insert lock,
+    /// before the slot is published.
+    pub(super) fn set_hint(&self, placement: Placement, slot: &S) {
+        let shard = &self.shards[placement.shard];
+        for bucket in placement.buckets() {
+            let slots = &shard.buckets[bucket].slots;
+            if let Some(index) = slots.iter().position(|candidate| core::ptr::eq(candidate, slot)) {
+                // ORDERING: Relaxed load and store: only insert-lock holders write hints, and the
+                // lock orders them; readers are published to by the slot's Release store.
+                let word = shard.hints[bucket].load(Ordering::Relaxed);
+                let word = hints::with_hint(word, index, placement.hint);
+                shard.hints[bucket].store(word, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+
+    /// Takes `shard`'s insert lock.
+    pub(super) fn lock(&self, shard: usize) -> MutexGuard<'_, ()> {
+        // A poisoned lock only means another inserter panicked (which the table never does by
+        // itself); the slots it guards are still consistent, since every slot write is atomic.
+        self.writers[shard]
+            .insert_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Counts `event` in `shard`.
+    pub(super) fn count(&self, shard: usize, event: TableEvent) {
+        let writer = &self.writers[shard];
+        let counter = match event {
+            TableEvent::Insert => &writer.inserts,
+            TableEvent::Reclaim => &writer.reclaims,
+            TableEvent::RefusedNewKey => &writer.refused_new_keys,
+            TableEvent::UntrackedNewKey => &writer.untracked_new_keys,
+            TableEvent::Eviction => &writer.evictions,
+        };
+        // ORDERING: Relaxed; a statistic, read with Relaxed loads, publishing nothing.
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn stats(&self) -> KeyedStats {
+        // ORDERING: Relaxed loads of statistics; no other memory depends on them.
+        let sum = |counter: fn(&ShardWriter) -> &AtomicU64| {
+            self.writers
+                .iter()
+                .map(|writer| counter(writer).load(Ordering::Relaxed))
+                .sum()
+        };
+        KeyedStats {
+            inserts: sum(|writer| &writer.inserts),
+            reclaims: sum(|writer| &writer.reclaims),
+            refused_new_keys: sum(|writer| &writer.refused_new_keys),
+            untracked_new_keys: sum(|writer| &writer.untracked_new_keys),
+            evictions: sum(|writer| &writer.evictions),
+        }
+    }
+
+    pub(super) fn entries(&self) -> usize {
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.buckets.iter())
+            .flat_map(|bucket| bucket.slots.iter())
+            // ORDERING: Relaxed; a monitoring count, no memory is read through it.
+            .filter(|slot| slot.state().load(Ordering::Relaxed) != VACANT)
+            .count()
+    }
+
+    pub(super) fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    pub(super) fn slot_count(&self) -> usize {
+        self.shards.len() * self.buckets_per_shard as usize * SLOTS_PER_BUCKET
+    }
+
+    pub(super) fn memory_bytes(&self) -> usize {
+        let per_shard = self.buckets_per_shard as usize
+            * (core::mem::size_of::<Bucket<S>>() + core::mem::size_of::<AtomicU64>())
+            + Self::SHARD_OVERHEAD_BYTES;
+        self.shards.len() * per_shard + core::mem::size_of::<Self>()
+    }
+}
+
+/// `len` values made by `make`, in one allocation that is reported as `error` if the allocator
+/// cannot provide it (rather than aborting the process).
+fn try_boxed_slice<T>(
+    len: usize,
+    error: TableError,
+    make: impl FnMut() -> T,
+) -> Result<Box<[T]>, TableError> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(len).map_err(|_| error)?;
+    values.extend(core::iter::repeat_with(make).take(len));
+    Ok(values.into_boxed_slice())
+}

@@ -1,0 +1,153 @@
+//! Quotas: what each rate-limiting algorithm decides, as a pure step function over one `u64`.
+//!
+//! *What* is decided lives here: the [`Quota`] trait and its three implementations, [`Gcra`],
+//! [`SlidingWindow`] and [`FixedWindow`]. *How* a state word is updated under concurrency lives
+//! in one compare-and-swap driver shared by direct and keyed limiters. Every method of [`Quota`]
+//! is a pure function of its arguments, so each algorithm is tested exhaustively on its own, and
+//! the driver is model-checked once.
+//!
+//! | quota | state word | limits (checked when the quota is built) |
+//! |---|---|---|
+//! | [`Gcra`] (token bucket) | theoretical arrival time in sub-nanosecond ticks (64 bits) | 1 per ~18 years to 16·10^9 per second; burst below 2^62 |
+//! | [`SlidingWindow`] | window index (24 bits), previous and current counts (20 bits each) | limit up to 1,048,560; windows of 1 ms or more |
+//! | [`FixedWindow`] | window index (40 bits), count (24 bits) | limit up to 16,777,200; windows of 1 µs or more |
+//!
+//! # Readings behind the state
+//!
+//! A reading can be earlier than one the state has already seen: a clock that stepped back (the
+//! TSC across cores), or a timestamp taken before a preemption. Such a reading is judged at the
+//! latest time the state proves it has seen, and every time a decision reports (remaining,
+//! reset-after, retry-after) counts from that moment too, so the advice is the same as for a
+//! reading at that time:
+//!
+//! - GCRA: a state `tat` was written at a time no earlier than `tat − tau` (`tau` = burst ×
+//!   emission interval), so a reading before that is judged there. Any lag is recognised.
+//! - Windows: a reading behind the stored window is judged at the start of the stored window.
+//!   The packed window index tells "behind" from "idle for a very long time" only so far: up to
+//!   the quota's `backward_windows()` windows behind ([`SlidingWindow::backward_windows`],
+//!   [`FixedWindow::backward_windows`]). A reading further behind reads as a key idle for that
+//!   long, and is judged on a fresh state.
+//!
+//! The figures, stated here once:
+//!
+//! | quota | windows whose index wraps before the horizon | their `backward_windows()` | longer windows |
+//! |---|---|---|---|
+//! | [`SlidingWindow`] (index mod 2^24) | shorter than about 34.5 s | 2^16 windows (65 s of 1 ms windows) | at least 2^16 windows (26 days at 34.5 s; 13 years of 1-minute windows); any lag at all from about 69 s |
+//! | [`FixedWindow`] (index mod 2^40) | shorter than about 0.53 ms | 2^30 windows (18 minutes of 1 µs windows) | at least 2^30 windows (6.5 days at 0.53 ms; 16 years of 1 ms windows); any lag at all from about 1.05 ms |
+//!
+//! For windows whose index wraps, a key idle for nearly a whole wrap (2^24 − 2^16 windows: 4.6
+//! hours of 1 ms sliding windows; 2^40 − 2^30 fixed windows) may alias a reading behind: with a
+//! chance of 1/256 (sliding) or 1/1024 (fixed), its old counts apply again for up to
+//! `backward_windows()` windows. Keys idle for less are correctly fresh.
+
+mod fixed_window;
+mod gcra;
+mod sliding_window;
+mod window;
+
+pub use fixed_window::FixedWindow;
+pub use gcra::{Gcra, GcraInstant};
+pub use sliding_window::SlidingWindow;
+pub use window::WindowInstant;
+
+use crate::clock::Timestamp;
+use core::fmt::Debug;
+
+/// What a step function decided for one request.
+///
+/// ```
+/// use nanolimit::{Gcra, Quota, Step, Timestamp};
+///
+/// let quota = Gcra::per_second(1)?;
+/// let now = quota.instant(Timestamp::ORIGIN);
+/// assert!(matches!(quota.step(Gcra::FRESH, now, 1), Step::Allow(_)));
+/// assert_eq!(quota.step(Gcra::FRESH, now, 2), Step::Deny);
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Admit the request and store this word.
+    Allow(u64),
+    /// Reject the request; the word stays as it is (the deny path never writes).
+    Deny,
+}
+
+mod private {
+    /// Seals [`Quota`](super::Quota), and holds what only the crate calls.
+    pub trait Sealed: Sized {
+        /// This quota expressed in the units of `base`'s state, so both can share stored state
+        /// (tiers). Errors when the two cannot share state.
+        fn rebase(&self, base: &Self) -> Result<Self, crate::QuotaError>;
+
+        /// Whether this quota's state words count in `base`'s units (true for any result of
+        /// [`rebase`](Self::rebase) onto `base`).
+        fn shares_units_with(&self, base: &Self) -> bool;
+    }
+}
+pub(crate) use private::Sealed;
+
+/// A rate-limiting algorithm and its quota: a pure function from (state word, now, cost) to
+/// (new state word, decision), plus the read-only views a [`Decision`](crate::Decision) needs.
+///
+/// Implemented by [`Gcra`], [`SlidingWindow`] and [`FixedWindow`]; sealed, because limiters rely
+/// on the invariants below.
+///
+/// Invariants the limiters rely on (each implementation tests them):
+/// - a state equal to [`FRESH`](Self::FRESH) is a key never seen;
+/// - `step` never panics or wraps, for any word, time and cost, and denies every cost above
+///   [`limit`](Self::limit);
+/// - a written word is strictly greater, as an integer, than the word it replaces, and than any
+///   word for which [`is_fresh`](Self::is_fresh) held at a time no later than `now`; this is
+///   what makes keyed slots immune to ABA (see the keyed table's protocol). The window
+///   algorithms store their window index modulo 2^24 resp. 2^40, so the word also becomes
+///   smaller when the index wraps forward, and when a reading is further behind than
+///   [the module's bound](self#readings-behind-the-state);
+/// - a cost of at most [`limit`](Self::limit) is always admitted on a fresh state;
+/// - the two largest `u64` values are never produced (keyed tables use them as slot markers).
+///
+/// ```
+/// use nanolimit::{FixedWindow, Quota, Step, Timestamp};
+/// use std::time::Duration;
+///
+/// let quota = FixedWindow::new(2, Duration::from_secs(1))?;
+/// let now = quota.instant(Timestamp::ORIGIN);
+/// let Step::Allow(word) = quota.step(FixedWindow::FRESH, now, 2) else { unreachable!() };
+/// assert_eq!(quota.step(word, now, 1), Step::Deny);
+/// assert_eq!(quota.remaining(word, now), 0);
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+pub trait Quota: Copy + Send + Sync + Debug + 'static + Sealed {
+    /// "Now" in the algorithm's own units, computed once per check from a [`Timestamp`].
+    type Instant: Copy + Debug + Send + Sync;
+
+    /// The state word of a key never seen before.
+    const FRESH: u64 = 0;
+
+    /// Converts a clock reading to the algorithm's time.
+    fn instant(&self, now: Timestamp) -> Self::Instant;
+
+    /// The pure step: would a request of `cost` pass at `now` given `state`, and if so what is
+    /// the new state.
+    fn step(&self, state: u64, now: Self::Instant, cost: u64) -> Step;
+
+    /// The most cost one request may have: the GCRA burst, or the limit per window. Also the
+    /// `limit` a decision reports.
+    fn limit(&self) -> u64;
+
+    /// How many unit-cost requests would pass right now, given `state`.
+    fn remaining(&self, state: u64, now: Self::Instant) -> u64;
+
+    /// Nanoseconds until `state` is as good as fresh (the whole limit again), with no traffic.
+    fn reset_after_ns(&self, state: u64, now: Self::Instant) -> u64;
+
+    /// Nanoseconds until a request of `cost` would pass, with no other traffic (0 if it passes
+    /// now). `cost` must be at most [`limit`](Self::limit).
+    fn retry_after_ns(&self, state: u64, now: Self::Instant, cost: u64) -> u64;
+
+    /// Whether `state` is equivalent at `now` to [`FRESH`](Self::FRESH): a keyed table may then
+    /// reuse its slot for another key.
+    fn is_fresh(&self, state: u64, now: Self::Instant) -> bool;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,151 @@
+//! What the full form of every operation takes: a [`Request`] (cost, caller-supplied time, tier)
+//! and the [`Tier`] handle a request may carry.
+
+use crate::clock::Timestamp;
+use crate::error::{QuotaError, RequestError};
+use crate::quota::Quota;
+
+/// One request, for the full form of an operation (`check_with`, `peek_with`): its cost, the
+/// time to judge it at, and the tier whose quota applies. A small `Copy` value, built inline:
+///
+/// | field | default | set with |
+/// |---|---|---|
+/// | cost | 1 | [`Request::cost`] |
+/// | time | a reading of the limiter's clock | [`at`](Self::at) |
+/// | quota | the limiter's own | [`tier`](Self::tier) |
+///
+/// ```
+/// use nanolimit::{Gcra, Limiter, ManualClock, Request, Timestamp};
+///
+/// let limiter = Limiter::with_clock(Gcra::per_second(1_000)?, ManualClock::new());
+/// let now = Timestamp::from_ns(5_000_000)?;
+/// assert!(limiter.check_with(Request::cost(600).at(now))?.is_allowed());
+/// assert!(limiter.check_with(Request::cost(600).at(now))?.is_denied());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+#[must_use = "a request does nothing until a limiter judges it"]
+pub struct Request<Q: Quota> {
+    pub(crate) cost: u64,
+    pub(crate) at: Option<Timestamp>,
+    pub(crate) tier: Option<Tier<Q>>,
+}
+
+impl<Q: Quota> Request<Q> {
+    /// One unit of cost, judged now, under the limiter's quota.
+    #[inline]
+    pub const fn new() -> Self {
+        Request::cost(1)
+    }
+
+    /// `cost` units, all or nothing (bytes of a packet, tokens of a request). A cost of zero
+    /// always passes and changes nothing: a way to read the metadata.
+    #[inline]
+    pub const fn cost(cost: u64) -> Self {
+        Request {
+            cost,
+            at: None,
+            tier: None,
+        }
+    }
+
+    /// Judged at `now` (a reading of the limiter's clock, or of a clock with the same origin)
+    /// instead of a fresh reading: no clock read.
+    #[inline]
+    pub const fn at(mut self, now: Timestamp) -> Self {
+        self.at = Some(now);
+        self
+    }
+
+    /// Judged under `tier`'s quota instead of the limiter's (the state is the same).
+    #[inline]
+    pub const fn tier(mut self, tier: Tier<Q>) -> Self {
+        self.tier = Some(tier);
+        self
+    }
+}
+
+impl<Q: Quota> Default for Request<Q> {
+    fn default() -> Self {
+        Request::new()
+    }
+}
+
+/// A quota validated for use on one limiter's state, for [`Request::tier`]: a per-client tier
+/// (free, paid), or a quota that changes at runtime.
+///
+/// Made by the limiter that will use it ([`Limiter::tier`](crate::Limiter::tier),
+/// [`KeyedLimiter::tier`](crate::KeyedLimiter::tier)), once: the quota is expressed in that
+/// limiter's state units then, so checks under it pay nothing extra. A key's state carries over
+/// from one tier to another: GCRA keeps the debt a key has run up in time (the new rate and
+/// burst apply from the next check), windows keep their counts (the new limit applies at once).
+///
+/// - GCRA tiers may have any rate. One whose emission interval is a whole number of nanoseconds
+///   shares the limiter's units whenever the limiter's does; otherwise it is expressed in the
+///   limiter's ticks, its interval rounded up to a whole tick (a tick is at most 1/8 ns:
+///   relative rate error below 1/(8 × interval in ns), never faster than configured).
+/// - Window tiers must have the limiter's window length ([`QuotaError::IncompatibleQuota`]).
+///
+/// ```
+/// use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request};
+///
+/// let limiter = KeyedLimiter::builder(Gcra::per_second(1)?)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// let paid = limiter.tier(Gcra::per_second(5)?)?;
+/// assert!(limiter.check(&"free-user").is_allowed());
+/// assert!(limiter.check(&"free-user").is_denied());
+/// for _ in 0..5 {
+///     assert!(limiter.check_with(&"paid-user", Request::new().tier(paid))?.is_allowed());
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tier<Q: Quota> {
+    quota: Q,
+}
+
+impl<Q: Quota> Tier<Q> {
+    /// `quota`, expressed in the units of a limiter whose quota is `base`.
+    pub(crate) fn new(quota: Q, base: &Q) -> Result<Tier<Q>, QuotaError> {
+        Ok(Tier {
+            quota: quota.rebase(base)?,
+        })
+    }
+
+    /// The tier's quota, as the limiter applies it.
+    pub fn quota(&self) -> &Q {
+        &self.quota
+    }
+}
+
+/// A request resolved against a limiter: the quota to apply and a cost it can admit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resolved<Q> {
+    pub(crate) quota: Q,
+    pub(crate) cost: u64,
+}
+
+impl<Q: Quota> Request<Q> {
+    /// The quota and cost of this request on a limiter whose quota is `base`, or why it can never
+    /// be judged there.
+    #[inline]
+    pub(crate) fn resolve(&self, base: &Q) -> Result<Resolved<Q>, RequestError> {
+        let quota = match self.tier {
+            None => *base,
+            Some(tier) if tier.quota.shares_units_with(base) => tier.quota,
+            Some(_) => return Err(RequestError::ForeignTier),
+        };
+        let limit = quota.limit();
+        if self.cost > limit {
+            return Err(RequestError::CostAboveLimit {
+                cost: self.cost,
+                limit,
+            });
+        }
+        Ok(Resolved {
+            quota,
+            cost: self.cost,
+        })
+    }
+}

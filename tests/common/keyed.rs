@@ -1,0 +1,1 @@
+//! Helpers for the keyed-table tests, generic over the key mode.
