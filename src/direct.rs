@@ -151,11 +151,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         let resolved = request.resolve(&self.quota)?;
         let now = request.at.unwrap_or_else(|| self.clock.now());
-        Ok(self.decide(
-            &resolved.quota,
-            resolved.cost,
-            resolved.quota.instant(now),
-        ))
+        Ok(self.decide(&resolved.quota, resolved.cost, resolved.quota.instant(now)))
     }
 
     /// Whether one unit would pass now, consuming nothing.
@@ -190,11 +186,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     pub fn peek_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         let resolved = request.resolve(&self.quota)?;
         let now = request.at.unwrap_or_else(|| self.clock.now());
-        Ok(self.peek_decision(
-            &resolved.quota,
-            resolved.cost,
-            resolved.quota.instant(now),
-        ))
+        Ok(self.peek_decision(&resolved.quota, resolved.cost, resolved.quota.instant(now)))
     }
 
     /// The core every check funnels into: `cost` (at most `quota`'s limit) at `now`. One
@@ -217,8 +209,16 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     /// [`decide`](Self::decide) after a lost race: the shared driver, from the word that won.
     #[cold]
     #[inline(never)]
-    fn decide_contended(&self, quota: &Q, cost: u64, now: Q::Instant, observed: u64) -> Decision<Q> {
-        match driver::apply(&self.state, observed, |word| Some(quota.step(word, now, cost))) {
+    fn decide_contended(
+        &self,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+        observed: u64,
+    ) -> Decision<Q> {
+        match driver::apply(&self.state, observed, |word| {
+            Some(quota.step(word, now, cost))
+        }) {
             Applied::Allowed { current } => Decision::new(true, cost, current, now, *quota),
             Applied::Denied { observed } => Decision::new(false, cost, observed, now, *quota),
             Applied::Aborted => unreachable!("a direct limiter's step never aborts"),

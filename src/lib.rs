@@ -66,8 +66,8 @@ pub use request::{Request, Tier};
 
 pub use direct::Limiter;
 pub use keyed::{
-    Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyedLimiter, KeyedLimiterBuilder, KeyedStats,
-    TableError, WhenFull,
+    Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,
+    KeyedStats, TableError, WhenFull,
 };
 
 #[cfg(not(nanolimit_loom))]

@@ -22,7 +22,9 @@ impl HintMatches {
         let differences = hint_word ^ (u64::from(hint) * BYTES_ONES);
         // The high bit of each byte is set iff that byte of `differences` is 0 (no carry can
         // cross a byte: each byte's low seven bits plus 0x7f stay below 0x100).
-        HintMatches(!(((differences & BYTES_LOW_SEVEN) + BYTES_LOW_SEVEN) | differences | BYTES_LOW_SEVEN))
+        HintMatches(
+            !(((differences & BYTES_LOW_SEVEN) + BYTES_LOW_SEVEN) | differences | BYTES_LOW_SEVEN),
+        )
     }
 }
 

@@ -140,7 +140,6 @@ impl<K: ExactKey + ?Sized> KeyMode<K> for Exact {
     }
 }
 
-
 mod private {
     /// Seals [`KeyMode`](super::KeyMode): the table relies on how each mode fills a slot.
     pub trait Sealed {}

@@ -57,8 +57,8 @@
 //! # Concurrency
 //!
 //! Checks of a present key are lock-free; inserts of new keys take their shard's insert lock,
-//! which checks never take. The [protocol](protocol) module states the protocol and why it is
-//! free of ABA; `loom-tests/` model-checks it.
+//! which checks never take. `src/keyed/protocol.rs` states the protocol and why it is free of
+//! ABA (in these docs with `cargo doc --document-private-items`); `loom-tests/` model-checks it.
 
 mod hints;
 mod key_mode;

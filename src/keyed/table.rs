@@ -29,7 +29,7 @@ pub(super) struct Bucket<S> {
 #[derive(Debug)]
 struct Shard<S> {
     buckets: Box<[Bucket<S>]>,
-    /// One word of one-byte hints per bucket ([`hints`](super::hints)). Written under the
+    /// One word of one-byte hints per bucket ([`hints`]). Written under the
     /// insert lock before the slot is published.
     hints: Box<[AtomicU64]>,
 }
@@ -143,9 +143,8 @@ impl<S: SlotOps> Table<S> {
             let buckets = try_boxed_slice(buckets_per_shard, allocation_failed, || Bucket {
                 slots: core::array::from_fn(|_| S::vacant()),
             })?;
-            let hints = try_boxed_slice(buckets_per_shard, allocation_failed, || {
-                AtomicU64::new(0)
-            })?;
+            let hints =
+                try_boxed_slice(buckets_per_shard, allocation_failed, || AtomicU64::new(0))?;
             shard_parts.push(Shard { buckets, hints });
         }
         Ok(Table {
@@ -216,7 +215,10 @@ impl<S: SlotOps> Table<S> {
         let shard = &self.shards[placement.shard];
         for bucket in placement.buckets() {
             let slots = &shard.buckets[bucket].slots;
-            if let Some(index) = slots.iter().position(|candidate| core::ptr::eq(candidate, slot)) {
+            if let Some(index) = slots
+                .iter()
+                .position(|candidate| core::ptr::eq(candidate, slot))
+            {
                 // ORDERING: Relaxed load and store: only insert-lock holders write hints, and the
                 // lock orders them; readers are published to by the slot's Release store.
                 let word = shard.hints[bucket].load(Ordering::Relaxed);

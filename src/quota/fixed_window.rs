@@ -8,11 +8,6 @@
 //! | 0..24 | `count`: cost admitted in the stored window | `COUNT_SHIFT`, `COUNT_MASK` |
 //! | 24..64 | `window_index`: the stored window's index, modulo 2^40 | `WINDOW_INDEX_SHIFT`, `WINDOW_INDEX_MASK` |
 //!
-//! # Rule
-//!
-//! A request of cost `n` passes iff `count + n <= limit`, where `count` is 0 once the stored
-//! window is over.
-//!
 //! # Readings behind the stored window
 //!
 //! Index differences are read as in the sliding window. A reading behind the stored window (a
@@ -21,10 +16,10 @@
 //! [readings behind the state](crate::quota#readings-behind-the-state) for the bound and its
 //! figures).
 
+use super::window::{WindowInstant, WindowLength};
 use super::{Quota, Sealed, Step};
 use crate::clock::Timestamp;
 use crate::error::QuotaError;
-use super::window::{WindowInstant, WindowLength};
 use std::time::Duration;
 
 /// Width of `count`.
@@ -53,6 +48,13 @@ pub(crate) const MIN_WINDOW_NS: u64 = 1_000;
 /// at the price of allowing up to `2 × limit` across a window boundary.
 ///
 /// Limits, checked at construction: `1 <= limit <= 16,777,200`; `1 µs <= window <= ~18 years`.
+///
+/// # Rule
+///
+/// A request of cost `n` passes iff `count + n <= limit`, where `count` is 0 once the stored
+/// window is over.
+///
+/// # Example
 ///
 /// ```
 /// use nanolimit::{FixedWindow, Limiter, ManualClock};

@@ -17,12 +17,6 @@
 //! Either way decisions are precise to below a nanosecond, and the horizon fits 2^63 ticks. A
 //! `tat` at or before now is a full bucket ([`Quota::FRESH`] is 0).
 //!
-//! # Rule
-//!
-//! With `T` the emission interval and `tau = burst × T` the tolerance, a request of cost `n`
-//! at time `now` passes iff `max(tat, now) + n·T <= now + tau`, and then
-//! `tat := max(tat, now) + n·T`. A fresh key therefore admits `burst` units at once, then one
-//! unit per `T`; a cost above the burst never passes.
 
 use super::{Quota, Sealed, Step};
 use crate::clock::Timestamp;
@@ -61,6 +55,15 @@ const PERIOD_TOO_LONG: QuotaError = QuotaError::PeriodTooLong {
 /// - rate at most 16·10^9 units per second ([`QuotaError::RateTooHigh`]);
 /// - period at most [`Timestamp::HORIZON`] ([`QuotaError::PeriodTooLong`]);
 /// - burst below 2^62 ([`QuotaError::LimitTooLarge`]).
+///
+/// # Rule
+///
+/// With `T` the emission interval and `tau = burst × T` the tolerance, a request of cost `n`
+/// at time `now` passes iff `max(tat, now) + n·T <= now + tau`, and then
+/// `tat := max(tat, now) + n·T`. A fresh key therefore admits `burst` units at once, then one
+/// unit per `T`; a cost above the burst never passes.
+///
+/// # Example
 ///
 /// ```
 /// use nanolimit::Gcra;

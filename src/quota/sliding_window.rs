@@ -9,32 +9,6 @@
 //! | 20..40 | `previous_count`: cost admitted in the window before it | `PREVIOUS_COUNT_SHIFT`, `COUNT_MASK` |
 //! | 40..64 | `window_index`: the current window's index, modulo 2^24 | `WINDOW_INDEX_SHIFT`, `WINDOW_INDEX_MASK` |
 //!
-//! # Rule
-//!
-//! With `W` the window length, `e` the time elapsed in the current window and `L` the limit,
-//! the estimate of the cost admitted in the last `W` is
-//! `⌊previous_count × (W − e) / W⌋ + current_count`, and a request of cost `n` passes iff
-//! `estimate + n <= L`. It is computed without division, exactly in integers:
-//! `current_count + n <= L` and `previous_count × (W − e) < (L − current_count − n + 1) × W`.
-//!
-//! Rounding the previous window's share down makes a saturated key admit exactly `L` per
-//! window (with an exact fraction, the previous window's share never reaches 0 before the
-//! window ends, and a saturated key would get `L − 1`), as long as the limit is below the
-//! window length in nanoseconds (always, unless over 10^6 per 1 ms window); the exact weighted
-//! count may then exceed `L` by less than one unit.
-//!
-//! # Overshoot
-//!
-//! The estimate assumes the previous window's traffic was spread evenly over it. When it was
-//! not, the count in a window-long interval that straddles a boundary can approach twice the
-//! limit: with [`SlidingWindow::per_second(10)`](SlidingWindow::per_second), 10 requests at
-//! 0.9 s and then one attempt every 100 ms admit 18 requests in [0.9 s, 1.9 s) (the test
-//! `the_overshoot_across_a_boundary_is_as_documented` replays it). Any sliding-window counter
-//! does this; in any interval of one window length it admits less than `2 × L`. Bursty on/off
-//! traffic is also admitted at less than `L` per window. When every window of length `W` must
-//! hold at most `L`, pick an exact sliding log instead (one timestamp per admitted unit; not in
-//! this version of the crate), or a fixed window of half the limit.
-//!
 //! # Wrapped window indices, and readings behind the stored window
 //!
 //! The index is stored modulo 2^24. Reading the stored index against now's, a difference `d`
@@ -45,10 +19,10 @@
 //! [readings behind the state](crate::quota#readings-behind-the-state) for the bound and its
 //! figures).
 
+use super::window::{WindowInstant, WindowLength};
 use super::{Quota, Sealed, Step};
 use crate::clock::Timestamp;
 use crate::error::QuotaError;
-use super::window::{WindowInstant, WindowLength};
 use std::time::Duration;
 
 /// Width of each count field.
@@ -76,11 +50,39 @@ pub(crate) const MIN_WINDOW_NS: u64 = 1_000_000;
 
 /// A sliding-window-counter quota: at most `limit` units in any window of `window` length,
 /// estimated by weighting the previous fixed window (the approach of Cloudflare's limiter), at
-/// a fraction of the memory of an exact log. See the [module documentation](self) for the rule.
+/// a fraction of the memory of an exact log.
 ///
 /// Limits, checked at construction: `1 <= limit <= 1,048,560`; `1 ms <= window <= ~18 years`.
 /// Across a window boundary it can admit up to about twice the limit in one window-long
-/// interval (see [its overshoot](self#overshoot)).
+/// interval (see [the overshoot](#overshoot) below).
+///
+/// # Rule
+///
+/// With `W` the window length, `e` the time elapsed in the current window and `L` the limit,
+/// the estimate of the cost admitted in the last `W` is
+/// `⌊previous_count × (W − e) / W⌋ + current_count`, and a request of cost `n` passes iff
+/// `estimate + n <= L`. It is computed without division, exactly in integers:
+/// `current_count + n <= L` and `previous_count × (W − e) < (L − current_count − n + 1) × W`.
+///
+/// Rounding the previous window's share down makes a saturated key admit exactly `L` per
+/// window (with an exact fraction, the previous window's share never reaches 0 before the
+/// window ends, and a saturated key would get `L − 1`), as long as the limit is below the
+/// window length in nanoseconds (always, unless over 10^6 per 1 ms window); the exact weighted
+/// count may then exceed `L` by less than one unit.
+///
+/// # Overshoot
+///
+/// The estimate assumes the previous window's traffic was spread evenly over it. When it was
+/// not, the count in a window-long interval that straddles a boundary can approach twice the
+/// limit: with [`SlidingWindow::per_second(10)`](SlidingWindow::per_second), 10 requests at
+/// 0.9 s and then one attempt every 100 ms admit 18 requests in [0.9 s, 1.9 s) (the test
+/// `the_overshoot_across_a_boundary_is_as_documented` replays it). Any sliding-window counter
+/// does this; in any interval of one window length it admits less than `2 × L`. Bursty on/off
+/// traffic is also admitted at less than `L` per window. When every window of length `W` must
+/// hold at most `L`, pick an exact sliding log instead (one timestamp per admitted unit; not in
+/// this version of the crate), or a fixed window of half the limit.
+///
+/// # Example
 ///
 /// ```
 /// use nanolimit::{Limiter, ManualClock, SlidingWindow};
