@@ -40,7 +40,8 @@ pub struct Decision<Q: Quota> {
 /// Whether the decision was made on a state the limiter keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Entry {
-    /// A direct limiter's state, or a key the table holds (or, for a peek, would insert fresh).
+    /// A direct limiter's state, or a key the table holds (or, for a peek of a new key, the
+    /// state its insert would start from).
     Tracked,
     /// A key a full table admitted without tracking it ([`WhenFull::Allow`](crate::WhenFull)):
     /// judged as a fresh key, nothing stored.
@@ -63,14 +64,11 @@ impl<Q: Quota> Decision<Q> {
         }
     }
 
-    /// A new key admitted by a full table without being tracked: what it would report as a fresh
-    /// key after this request.
+    /// A new key admitted by a full table without being tracked: it reports what a fresh key
+    /// would after this decision, whose state is `state` (the fresh state after the cost for a
+    /// check, the fresh state itself for a peek).
     #[cold]
-    pub(crate) fn untracked(cost: u64, now: Q::Instant, quota: Q) -> Self {
-        let state = match quota.step(Q::FRESH, now, cost) {
-            crate::quota::Step::Allow(word) => word,
-            crate::quota::Step::Deny => Q::FRESH,
-        };
+    pub(crate) fn untracked(cost: u64, state: u64, now: Q::Instant, quota: Q) -> Self {
         Decision {
             allowed: true,
             entry: Entry::Untracked,
@@ -83,10 +81,11 @@ impl<Q: Quota> Decision<Q> {
 
     /// A new key refused by a full table: nothing remains for it, and it may retry once one of
     /// the slots it may use frees (at least 1 ns from now, so it never reads as "retry now").
+    /// A cost of zero still passes (it asks for nothing).
     #[cold]
     pub(crate) fn refused(cost: u64, retry_after_ns: u64, now: Q::Instant, quota: Q) -> Self {
         Decision {
-            allowed: false,
+            allowed: cost == 0,
             entry: Entry::Refused {
                 retry_after_ns: retry_after_ns.max(1),
             },

@@ -16,8 +16,12 @@
 //! second each in the test profile). `tests/keyed_flood_rss.rs` runs the same flood alone in its
 //! process and measures the resident set size as well.
 
+mod common;
+
+use common::at;
+use common::keyed::{assert_same_decision, table, TableShape};
 use nanolimit::{
-    Algorithm, Decision, Gcra, KeyMode, KeyedLimiter, KeyedStats, Limiter, ManualClock, WhenFull,
+    Exact, Gcra, Hashed, KeyMode, KeyedLimiter, KeyedStats, Limiter, ManualClock, WhenFull,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -130,6 +134,9 @@ fn scale() -> FloodScale {
     }
 }
 
+/// The goal for every key mode: at most 32 bytes per key, all overhead included.
+const MAX_BYTES_PER_KEY: usize = 32;
+
 /// Memory a table may use beyond its bytes per key: shard headers and rounding up to whole
 /// buckets (about 2 KiB at 100,000 keys and 8 shards).
 const SMALL_CONSTANT_BYTES: usize = 16 * 1024;
@@ -152,31 +159,14 @@ struct FloodOutcome {
     flood_denied_untracked: u64,
     /// Flood keys allowed without being tracked.
     flood_allowed_untracked: u64,
+    /// Untracked flood keys whose decision misreported: a refused key with something remaining
+    /// or no wait ("retry now"), or an allowed one with other than a fresh key's remainder.
+    flood_untracked_misreported: u64,
     /// Allocations made by this thread during the flood.
     allocations: u64,
     /// Bytes allocated and not freed by this thread during the flood.
     live_bytes: i64,
     elapsed: Duration,
-}
-
-/// Asserts that a keyed decision equals a direct limiter's for the same history.
-fn assert_same_decision<A: Algorithm>(keyed: &Decision<A>, direct: &Decision<A>, at_ns: u64) {
-    assert_eq!(
-        keyed.is_allowed(),
-        direct.is_allowed(),
-        "hot key decision at {at_ns} ns"
-    );
-    assert!(!keyed.is_untracked(), "hot key untracked at {at_ns} ns");
-    assert_eq!(
-        keyed.state_word(),
-        direct.state_word(),
-        "hot key state at {at_ns} ns"
-    );
-    assert_eq!(
-        keyed.remaining(),
-        direct.remaining(),
-        "hot key remaining at {at_ns} ns"
-    );
 }
 
 /// Runs the flood against `limiter`, comparing every hot-key decision with a direct limiter's
@@ -194,12 +184,12 @@ fn run_flood<M: KeyMode<u64>>(
     let before = AllocationSnapshot::now();
     for index in 0..scale.flood_keys {
         let now_ns = index * scale.step_ns;
-        clock.set_ns(now_ns);
+        clock.set(at(now_ns));
         if index % scale.hot_key_every == 0 {
-            let keyed = limiter.check_key(&HOT_KEY);
+            let keyed = limiter.check(&HOT_KEY);
             let direct = reference.check();
             if hot_key_must_be_exact {
-                assert_same_decision(&keyed, &direct, now_ns);
+                assert_same_decision(&keyed, &direct, format_args!("hot key at {now_ns} ns"));
             } else if keyed.is_allowed() != direct.is_allowed()
                 || keyed.state_word() != direct.state_word()
             {
@@ -209,14 +199,18 @@ fn run_flood<M: KeyMode<u64>>(
             outcome.hot_admitted += u64::from(keyed.is_allowed());
             outcome.last_hot_check_ns = now_ns;
         }
-        let decision = limiter.check_key(&(FLOOD_KEY_BASE + index));
+        let decision = limiter.check(&(FLOOD_KEY_BASE + index));
         let untracked = u64::from(decision.is_untracked());
         if decision.is_allowed() {
             outcome.flood_allowed += 1;
             outcome.flood_allowed_untracked += untracked;
+            outcome.flood_untracked_misreported +=
+                untracked * u64::from(decision.remaining() != BURST - 1);
         } else {
             outcome.flood_denied += 1;
             outcome.flood_denied_untracked += untracked;
+            outcome.flood_untracked_misreported += untracked
+                * u64::from(decision.remaining() != 0 || decision.retry_after().is_zero());
         }
     }
     let after = AllocationSnapshot::now();
@@ -251,6 +245,15 @@ fn assert_hot_key_exact(outcome: &FloodOutcome, scale: FloodScale) {
     assert!(outcome.last_hot_check_ns >= 40 * EMISSION_INTERVAL_NS);
 }
 
+/// Untracked flood keys reported what the policy promises: a refused key nothing remaining and
+/// a wait, an allowed one what a fresh key has after one unit.
+fn assert_untracked_keys_report_exactly(outcome: &FloodOutcome) {
+    assert_eq!(
+        outcome.flood_untracked_misreported, 0,
+        "untracked flood keys misreported: {outcome:?}"
+    );
+}
+
 fn assert_no_allocation(outcome: &FloodOutcome) {
     assert_eq!(
         outcome.allocations,
@@ -261,16 +264,18 @@ fn assert_no_allocation(outcome: &FloodOutcome) {
     assert_eq!(outcome.live_bytes, 0);
 }
 
-/// Builds the limiter while counting the bytes its construction allocates, and checks the
-/// memory accounting against them.
+/// Builds a table of key mode `M` (capacity [`scale`], default shards, `when_full`) while
+/// counting the bytes its construction allocates, and checks the memory accounting against them.
 fn build_measured<M: KeyMode<u64>>(
-    build: impl FnOnce() -> KeyedLimiter<u64, Gcra, ManualClock, M>,
+    clock: &ManualClock,
     scale: FloodScale,
+    when_full: WhenFull,
     max_bytes_per_key: usize,
     mode: &str,
 ) -> KeyedLimiter<u64, Gcra, ManualClock, M> {
+    let shape = TableShape::capacity(scale.capacity).when_full(when_full);
     let before = AllocationSnapshot::now();
-    let limiter = build();
+    let limiter = table::<M, _>(quota(), shape, clock);
     let constructed_bytes = AllocationSnapshot::now().live_bytes_since(&before);
     let memory_bytes = limiter.memory_bytes();
     let bytes_per_key = limiter.bytes_per_key();
@@ -345,7 +350,7 @@ fn assert_slots_are_reclaimed<M: KeyMode<u64>>(
     let new_keys = scale.capacity as u64 / 2;
     let first_new_key = FLOOD_KEY_BASE + scale.flood_keys;
     for key in first_new_key..first_new_key + new_keys {
-        let decision = limiter.check_key(&key);
+        let decision = limiter.check(&key);
         assert!(
             decision.is_allowed(),
             "new key {key} after the flood expired"
@@ -381,9 +386,9 @@ fn assert_slots_are_reclaimed<M: KeyMode<u64>>(
     let before_allocations = AllocationSnapshot::now();
     for key in first_new_key..first_new_key + new_keys {
         for _ in 1..BURST {
-            assert!(limiter.check_key(&key).is_allowed());
+            assert!(limiter.check(&key).is_allowed());
         }
-        let decision = limiter.check_key(&key);
+        let decision = limiter.check(&key);
         assert!(decision.is_denied(), "key {key} beyond its burst");
         assert!(!decision.is_untracked());
     }
@@ -399,19 +404,16 @@ fn assert_slots_are_reclaimed<M: KeyMode<u64>>(
 
 /// A flood through a table (capacity [`scale`]) that denies new keys when full: the hot key
 /// keeps its exact limit, nothing allocates, every flood key is inserted or refused, live
-/// entries fill the table and expired ones are reused. `build` makes the table from its
-/// capacity and clock.
-fn assert_a_denying_table_survives_a_flood<M: KeyMode<u64>>(
-    mode: &str,
-    build: impl FnOnce(usize, ManualClock) -> KeyedLimiter<u64, Gcra, ManualClock, M>,
-) {
+/// entries fill the table and expired ones are reused, in key mode `M`.
+fn assert_a_denying_table_survives_a_flood<M: KeyMode<u64>>(mode: &str) {
     let scale = scale();
     let clock = ManualClock::new();
-    let limiter = build_measured(
-        || build(scale.capacity, clock.clone()),
+    let limiter = build_measured::<M>(
+        &clock,
         scale,
+        WhenFull::Deny,
         // The goal for every key mode is at most 32 bytes per key.
-        32,
+        MAX_BYTES_PER_KEY,
         mode,
     );
     let outcome = run_flood(&limiter, &clock, scale, true);
@@ -420,6 +422,7 @@ fn assert_a_denying_table_survives_a_flood<M: KeyMode<u64>>(
 
     assert_hot_key_exact(&outcome, scale);
     assert_no_allocation(&outcome);
+    assert_untracked_keys_report_exactly(&outcome);
     // Every flood key is new: it was inserted, or refused (denied, untracked).
     assert_eq!(stats.inserts + stats.refused_new_keys, scale.flood_keys + 1);
     assert_eq!(outcome.flood_denied, stats.refused_new_keys);
@@ -436,43 +439,27 @@ fn assert_a_denying_table_survives_a_flood<M: KeyMode<u64>>(
 
 #[test]
 fn hot_key_keeps_its_exact_limit_through_a_flood_denying_new_keys_hashed() {
-    assert_a_denying_table_survives_a_flood("hashed", |capacity, clock| {
-        KeyedLimiter::<u64, _>::builder(quota())
-            .capacity(capacity)
-            .clock(clock)
-            .build()
-            .unwrap()
-    });
+    assert_a_denying_table_survives_a_flood::<Hashed>("hashed");
 }
 
 #[test]
 fn hot_key_keeps_its_exact_limit_through_a_flood_denying_new_keys_exact() {
-    assert_a_denying_table_survives_a_flood("exact", |capacity, clock| {
-        KeyedLimiter::<u64, _>::builder(quota())
-            .capacity(capacity)
-            .clock(clock)
-            .exact_keys()
-            .build()
-            .unwrap()
-    });
+    assert_a_denying_table_survives_a_flood::<Exact>("exact");
 }
 
 #[test]
 fn flood_keys_are_allowed_untracked_when_full_allows() {
     let scale = scale();
     let clock = ManualClock::new();
-    let limiter = KeyedLimiter::<u64, _>::builder(quota())
-        .capacity(scale.capacity)
-        .when_full(WhenFull::Allow)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let limiter =
+        build_measured::<Hashed>(&clock, scale, WhenFull::Allow, MAX_BYTES_PER_KEY, "hashed");
     let outcome = run_flood(&limiter, &clock, scale, true);
     let stats = limiter.stats();
     report("hashed", WhenFull::Allow, &outcome, &stats);
 
     assert_hot_key_exact(&outcome, scale);
     assert_no_allocation(&outcome);
+    assert_untracked_keys_report_exactly(&outcome);
     // A new key is always within its burst: every flood key passes, tracked or not.
     assert_eq!(outcome.flood_denied, 0);
     assert_eq!(
@@ -491,12 +478,13 @@ fn flood_keys_are_allowed_untracked_when_full_allows() {
 fn flood_keys_evict_the_entries_closest_to_fresh_when_full_evicts() {
     let scale = scale();
     let clock = ManualClock::new();
-    let limiter = KeyedLimiter::<u64, _>::builder(quota())
-        .capacity(scale.capacity)
-        .when_full(WhenFull::EvictClosestToFresh)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let limiter = build_measured::<Hashed>(
+        &clock,
+        scale,
+        WhenFull::EvictClosestToFresh,
+        MAX_BYTES_PER_KEY,
+        "hashed",
+    );
     // The hot key is not guaranteed its exact limit under this policy: a new key inherits the
     // evicted entry's state plus its own cost, so under a sustained flood the table's states
     // ratchet towards a full burst of debt, and the hot key (about a burst from fresh itself)
@@ -510,6 +498,7 @@ fn flood_keys_evict_the_entries_closest_to_fresh_when_full_evicts() {
     );
 
     assert_no_allocation(&outcome);
+    assert_untracked_keys_report_exactly(&outcome);
     assert!(stats.evictions > 0, "{stats:?}");
     assert_eq!(stats.untracked_new_keys, 0);
     // Every flood key is new. Allowed: it got a slot (vacant, reclaimed or evicted), tracked.

@@ -11,7 +11,11 @@
 //! measures. Linux only (the RSS comes from `/proc/self/status`); elsewhere the test checks the
 //! limits and skips the RSS figures.
 
-use nanolimit::{Gcra, KeyedLimiter, Limiter, ManualClock};
+mod common;
+
+use common::at;
+use common::keyed::{assert_same_decision, table, TableShape};
+use nanolimit::{Gcra, Hashed, Limiter, ManualClock};
 
 const CAPACITY: usize = 100_000;
 const FLOOD_KEYS: u64 = 100 * CAPACITY as u64;
@@ -42,11 +46,7 @@ fn a_flood_of_ten_million_keys_keeps_resident_memory_within_capacity_times_bytes
     let clock = ManualClock::new();
     let reference = Limiter::with_clock(quota, clock.clone());
     let before_build = resident_bytes();
-    let limiter = KeyedLimiter::<u64, _>::builder(quota)
-        .capacity(CAPACITY)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let limiter = table::<Hashed, _>(quota, TableShape::capacity(CAPACITY), &clock);
     let after_build = resident_bytes();
     let bound = CAPACITY * limiter.bytes_per_key() + SMALL_CONSTANT_BYTES;
     assert!(limiter.bytes_per_key() <= MAX_BYTES_PER_KEY);
@@ -54,19 +54,16 @@ fn a_flood_of_ten_million_keys_keeps_resident_memory_within_capacity_times_bytes
 
     let (mut hot_checks, mut hot_admitted) = (0u64, 0u64);
     for index in 0..FLOOD_KEYS {
-        clock.set_ns(index * STEP_NS);
+        let now_ns = index * STEP_NS;
+        clock.set(at(now_ns));
         if index % HOT_KEY_EVERY == 0 {
-            let keyed = limiter.check_key(&HOT_KEY);
-            assert_eq!(
-                keyed.is_allowed(),
-                reference.check().is_allowed(),
-                "hot key at {} ns",
-                index * STEP_NS
-            );
+            let keyed = limiter.check(&HOT_KEY);
+            let direct = reference.check();
+            assert_same_decision(&keyed, &direct, format_args!("hot key at {now_ns} ns"));
             hot_checks += 1;
             hot_admitted += u64::from(keyed.is_allowed());
         }
-        let _ = limiter.check_key(&((1 << 40) + index));
+        let _ = limiter.check(&((1 << 40) + index));
     }
     let after_flood = resident_bytes();
     let stats = limiter.stats();

@@ -1,17 +1,23 @@
 //! Property tests: a keyed limiter decides exactly like a reference model, a
-//! `HashMap<key, state word>` driven by the algorithm's own step function, under random
-//! schedules of keys, clock readings (forward and backward), costs, peeks and per-call quotas,
-//! while no new key finds its slots full: on a roomy table (many shards and buckets), and on a
-//! crowded one (one shard of two buckets, eight keys) where keys share buckets, live in the
+//! `HashMap<key, state word>` driven by the quota's own step function, under random schedules
+//! of keys, clock readings (forward and backward), costs, peeks, and checks and peeks under
+//! tiers, while no new key finds its slots full: on a roomy table (many shards and buckets), and
+//! on a crowded one (one shard of two buckets, eight keys) where keys share buckets, live in the
 //! second of their two buckets, and share one-byte lookup hints.
 //!
-//! The model uses the public [`Algorithm`] step function on an entry defaulting to
-//! [`Algorithm::FRESH`]; so these tests check the table (lookup, insert, per-call quotas, the
-//! decision it builds), not the algorithms, which are tested on their own.
+//! The model uses the public [`Quota`] step function on an entry defaulting to
+//! [`Quota::FRESH`], under the quota a tier applies ([`Tier::quota`]); so these tests check the
+//! table (lookup, insert, tiers, the decision it builds), not the quotas, which are tested on
+//! their own. Tiers are made once per test case, by a table of the same quota, and used on every
+//! table of the case.
 
+mod common;
+
+use common::keyed::{clock_at, table, TableShape};
+use common::SECOND_NS;
 use nanolimit::{
-    Algorithm, CheckError, Clock, Decision, Exact, FixedWindow, Gcra, Hashed, InsufficientCapacity,
-    KeyMode, KeyedLimiter, ManualClock, SlidingWindow, Step, TIME_HORIZON_NS,
+    Clock, Decision, Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota,
+    QuotaError, Request, RequestError, SlidingWindow, Step, Tier, Timestamp,
 };
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -20,20 +26,17 @@ use std::time::Duration;
 /// Keys are drawn from `0..KEY_UNIVERSE`: few enough that keys repeat often.
 const KEY_UNIVERSE: u64 = 24;
 
-/// A table's size and how schedule keys map onto its keys.
+/// A table's shape and how schedule keys map onto its keys.
 #[derive(Debug, Clone, Copy)]
-struct Shape {
-    capacity: usize,
-    /// `None`: the default for the capacity.
-    shards: Option<usize>,
+struct ModelShape {
+    table: TableShape,
     /// Schedule keys are taken modulo this.
     keys: u64,
 }
 
 /// Far above the key universe: keys rarely share a bucket.
-const ROOMY: Shape = Shape {
-    capacity: 4_096,
-    shards: None,
+const ROOMY: ModelShape = ModelShape {
+    table: TableShape::capacity(4_096),
     keys: KEY_UNIVERSE,
 };
 
@@ -42,21 +45,22 @@ const ROOMY: Shape = Shape {
 /// vacant one, since at most seven other keys exist, so no new key is refused and no slot is
 /// reclaimed, yet keys crowd the same buckets, half of them land in their second bucket, and
 /// one-byte hints collide often (about one schedule in nine, with a random seed per case).
-const CROWDED: Shape = Shape {
-    capacity: 10,
-    shards: Some(1),
+const CROWDED: ModelShape = ModelShape {
+    table: TableShape::capacity(10).shards(1),
     keys: 8,
 };
 
 /// What a schedule step does.
 #[derive(Debug, Clone, Copy)]
 enum Operation {
-    /// `check_key_n_at` under the table's quota.
+    /// `check_with` under the table's quota.
     Check,
-    /// `peek_key_n_at` under the table's quota.
+    /// `peek_with` under the table's quota.
     Peek,
-    /// `check_key_with_n_at` under the per-call quota with this index.
+    /// `check_with` under the tier with this index.
     CheckWith(usize),
+    /// `peek_with` under the tier with this index.
+    PeekWith(usize),
 }
 
 /// One step of a schedule.
@@ -69,16 +73,16 @@ struct Event {
     operation: Operation,
 }
 
-/// The reference: one state word per key, absent meaning [`Algorithm::FRESH`].
-struct Model<A: Algorithm> {
-    table_quota: A,
+/// The reference: one state word per key, absent meaning [`Quota::FRESH`].
+struct Model {
     states: HashMap<u64, u64>,
 }
 
-/// What the model expects of a decision, or the error it expects.
+/// What the model expects of a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Expected {
     allowed: bool,
+    untracked: bool,
     state: u64,
     limit: u64,
     remaining: u64,
@@ -86,34 +90,32 @@ struct Expected {
     retry_after_ns: u64,
 }
 
-impl<A: Algorithm> Model<A> {
-    fn new(table_quota: A) -> Self {
+impl Model {
+    fn new() -> Self {
         Model {
-            table_quota,
             states: HashMap::new(),
         }
     }
 
-    /// Applies one operation; `consume` is false for a peek.
-    fn apply(
+    /// Applies one operation under `quota` (the table's, or a tier's as the table applies it);
+    /// `consume` is false for a peek.
+    fn apply<Q: Quota>(
         &mut self,
         key: u64,
         cost: u64,
-        quota: &A,
-        now_ns: u64,
+        quota: &Q,
+        now: Timestamp,
         consume: bool,
-    ) -> Result<Expected, CheckError> {
-        // The table's documented contract: a per-call quota is first expressed in the table's
-        // units, then the cost is checked against its capacity.
-        let quota = quota.rebase(&self.table_quota)?;
-        if cost > quota.capacity() {
-            return Err(CheckError::Capacity(InsufficientCapacity {
+    ) -> Result<Expected, RequestError> {
+        // The documented contract: the cost is checked against the applied quota's limit.
+        if cost > quota.limit() {
+            return Err(RequestError::CostAboveLimit {
                 cost,
-                capacity: quota.capacity(),
-            }));
+                limit: quota.limit(),
+            });
         }
-        let now = quota.instant(now_ns);
-        let state = self.states.get(&key).copied().unwrap_or(A::FRESH);
+        let now = quota.instant(now);
+        let state = self.states.get(&key).copied().unwrap_or(Q::FRESH);
         let (allowed, state) = if cost == 0 {
             (true, state)
         } else {
@@ -131,8 +133,9 @@ impl<A: Algorithm> Model<A> {
         };
         Ok(Expected {
             allowed,
+            untracked: false,
             state,
-            limit: quota.capacity(),
+            limit: quota.limit(),
             remaining: quota.remaining(state, now),
             reset_after_ns: quota.reset_after_ns(state, now),
             retry_after_ns: if allowed {
@@ -144,9 +147,10 @@ impl<A: Algorithm> Model<A> {
     }
 }
 
-fn observed<A: Algorithm>(decision: &Decision<A>) -> Expected {
+fn observed<Q: Quota>(decision: &Decision<Q>) -> Expected {
     Expected {
         allowed: decision.is_allowed(),
+        untracked: decision.is_untracked(),
         state: decision.state_word(),
         limit: decision.limit(),
         remaining: decision.remaining(),
@@ -157,56 +161,63 @@ fn observed<A: Algorithm>(decision: &Decision<A>) -> Expected {
 
 /// Runs `events` against a keyed limiter and the model side by side, asserting identical
 /// outcomes at every step, then that the table held exactly the model's keys.
-fn run_against_model<A: Algorithm, M: KeyMode<u64>>(
-    limiter: &KeyedLimiter<u64, A, ManualClock, M>,
-    shape: Shape,
+fn run_against_model<Q: Quota + PartialEq, M: KeyMode<u64>>(
+    limiter: &KeyedLimiter<u64, Q, ManualClock, M>,
+    shape: ModelShape,
     clock: &ManualClock,
-    per_call_quotas: &[A],
+    tiers: &[Tier<Q>],
     events: &[Event],
 ) -> Result<(), TestCaseError> {
-    let mut model = Model::new(*limiter.policy());
-    let table_quota = *limiter.policy();
+    let mut model = Model::new();
+    let table_quota = *limiter.quota();
     for (index, event) in events.iter().enumerate() {
-        let previous_ns = clock.now_ns();
-        let now_ns = if event.clock_step_ns >= 0 {
+        let previous_ns = clock.now().as_ns();
+        let now = Timestamp::saturating_from_ns(if event.clock_step_ns >= 0 {
             previous_ns.saturating_add(event.clock_step_ns as u64)
         } else {
             previous_ns.saturating_sub(event.clock_step_ns.unsigned_abs())
-        }
-        .min(TIME_HORIZON_NS);
-        clock.set_ns(now_ns);
+        });
+        clock.set(now);
         let key = event.key % shape.keys;
-        let (actual, expected) = match event.operation {
+        let request = Request::cost(event.cost).at(now);
+        let (actual, expected, quota) = match event.operation {
             Operation::Check => (
-                limiter
-                    .check_key_n_at(&key, event.cost, now_ns)
-                    .map_err(CheckError::from),
-                model.apply(key, event.cost, &table_quota, now_ns, true),
+                limiter.check_with(&key, request),
+                model.apply(key, event.cost, &table_quota, now, true),
+                table_quota,
             ),
             Operation::Peek => (
-                limiter
-                    .peek_key_n_at(&key, event.cost, now_ns)
-                    .map_err(CheckError::from),
-                model.apply(key, event.cost, &table_quota, now_ns, false),
+                limiter.peek_with(&key, request),
+                model.apply(key, event.cost, &table_quota, now, false),
+                table_quota,
             ),
-            Operation::CheckWith(quota_index) => {
-                let quota = &per_call_quotas[quota_index % per_call_quotas.len()];
+            Operation::CheckWith(tier_index) => {
+                let tier = tiers[tier_index % tiers.len()];
                 (
-                    limiter.check_key_with_n_at(&key, event.cost, quota, now_ns),
-                    model.apply(key, event.cost, quota, now_ns, true),
+                    limiter.check_with(&key, request.tier(tier)),
+                    model.apply(key, event.cost, tier.quota(), now, true),
+                    *tier.quota(),
+                )
+            }
+            Operation::PeekWith(tier_index) => {
+                let tier = tiers[tier_index % tiers.len()];
+                (
+                    limiter.peek_with(&key, request.tier(tier)),
+                    model.apply(key, event.cost, tier.quota(), now, false),
+                    *tier.quota(),
                 )
             }
         };
         match (actual, expected) {
             (Ok(decision), Ok(expected)) => {
-                prop_assert!(!decision.is_untracked(), "step {}: {:?}", index, event);
                 prop_assert_eq!(decision.cost(), event.cost);
+                prop_assert!(decision.quota() == &quota, "step {}: {:?}", index, event);
                 prop_assert_eq!(
                     observed(&decision),
                     expected,
-                    "step {} at {} ns: {:?}",
+                    "step {} at {:?}: {:?}",
                     index,
-                    now_ns,
+                    now,
                     event
                 );
             }
@@ -231,23 +242,19 @@ fn run_against_model<A: Algorithm, M: KeyMode<u64>>(
     prop_assert_eq!(stats.inserts, model.states.len() as u64);
     prop_assert_eq!(limiter.entries(), model.states.len());
     // And a final look at every key agrees with the model's state.
-    let now_ns = clock.now_ns();
+    let now = clock.now();
     for key in 0..shape.keys {
-        let state = model.states.get(&key).copied().unwrap_or(A::FRESH);
-        let peeked = limiter.peek_key_at(&key, now_ns);
+        let state = model.states.get(&key).copied().unwrap_or(Q::FRESH);
+        let peeked = limiter.peek_with(&key, Request::new().at(now)).unwrap();
         prop_assert_eq!(peeked.state_word(), state, "key {}", key);
     }
     Ok(())
 }
 
-/// Schedules for a quota of capacity `capacity`, with `per_call_quotas` per-call quotas and
-/// time steps scaled to `scale_ns` (about a window or an emission interval): mostly short
-/// steps forward, some long ones (entries going fresh), some back (clocks that step back).
-fn events(
-    capacity: u64,
-    per_call_quotas: usize,
-    scale_ns: u64,
-) -> impl Strategy<Value = Vec<Event>> {
+/// Schedules for a quota of limit `limit`, with `tiers` tiers and time steps scaled to
+/// `scale_ns` (about a window or an emission interval): mostly short steps forward, some long
+/// ones (entries going fresh), some back (clocks that step back).
+fn events(limit: u64, tiers: usize, scale_ns: u64) -> impl Strategy<Value = Vec<Event>> {
     let scale = scale_ns as i64;
     let clock_step = prop_oneof![
         4 => Just(0i64),
@@ -258,14 +265,15 @@ fn events(
     let operation = prop_oneof![
         6 => Just(Operation::Check),
         2 => Just(Operation::Peek),
-        3 => (0..per_call_quotas).prop_map(Operation::CheckWith),
+        3 => (0..tiers).prop_map(Operation::CheckWith),
+        1 => (0..tiers).prop_map(Operation::PeekWith),
     ];
-    // Costs up to a little above the table's capacity: exercises all-or-nothing denials and
-    // the impossible-cost errors (per-call quotas have their own capacities).
+    // Costs up to a little above the table's limit: exercises all-or-nothing denials and the
+    // impossible-cost errors (tiers have their own limits).
     let cost = prop_oneof![
         6 => Just(1u64),
-        3 => 0..=capacity,
-        1 => 0..=capacity * 3 + 2,
+        3 => 0..=limit,
+        1 => 0..=limit * 3 + 2,
     ];
     let event = (0..KEY_UNIVERSE, clock_step, cost, operation).prop_map(
         |(key, clock_step_ns, cost, operation)| Event {
@@ -278,100 +286,73 @@ fn events(
     prop::collection::vec(event, 1..300)
 }
 
-fn hashed_limiter<A: Algorithm>(
-    quota: A,
-    clock: &ManualClock,
-    shape: Shape,
-    seed: u64,
-) -> KeyedLimiter<u64, A, ManualClock> {
-    let builder = KeyedLimiter::<u64, _>::builder(quota)
-        .capacity(shape.capacity)
-        .seed(seed)
-        .clock(clock.clone());
-    match shape.shards {
-        Some(shards) => builder.shards(shards),
-        None => builder,
-    }
-    .build()
-    .unwrap()
-}
-
-fn exact_limiter<A: Algorithm>(
-    quota: A,
-    clock: &ManualClock,
-    shape: Shape,
-    seed: u64,
-) -> KeyedLimiter<u64, A, ManualClock, Exact> {
-    let builder = KeyedLimiter::<u64, _>::builder(quota)
-        .capacity(shape.capacity)
-        .seed(seed)
-        .clock(clock.clone())
-        .exact_keys();
-    match shape.shards {
-        Some(shards) => builder.shards(shards),
-        None => builder,
-    }
-    .build()
-    .unwrap()
-}
-
-/// Runs one schedule on a hashed and on an exact table of each shape, each against its own
-/// model.
-fn check_both_key_modes<A: Algorithm>(
-    quota: A,
-    per_call_quotas: &[A],
+/// Runs one schedule on a table of key mode `M` of each shape, each against its own model.
+fn check_every_shape<Q: Quota + PartialEq, M: KeyMode<u64>>(
+    quota: Q,
+    tiers: &[Tier<Q>],
     start_ns: u64,
     seed: u64,
     events: &[Event],
 ) -> Result<(), TestCaseError> {
     for shape in [ROOMY, CROWDED] {
-        let clock = ManualClock::starting_at(start_ns);
-        let limiter: KeyedLimiter<u64, A, ManualClock, Hashed> =
-            hashed_limiter(quota, &clock, shape, seed);
-        if shape.shards.is_some() {
+        let clock = clock_at(start_ns);
+        let limiter = table::<M, Q>(quota, shape.table.seed(seed), &clock);
+        if shape.table.shards.is_some() {
             prop_assert_eq!(limiter.slots(), 16);
         }
-        run_against_model(&limiter, shape, &clock, per_call_quotas, events)?;
-        let clock = ManualClock::starting_at(start_ns);
-        let limiter = exact_limiter(quota, &clock, shape, seed);
-        if shape.shards.is_some() {
-            prop_assert_eq!(limiter.slots(), 16);
-        }
-        run_against_model(&limiter, shape, &clock, per_call_quotas, events)?;
+        run_against_model(&limiter, shape, &clock, tiers, events)?;
     }
     Ok(())
 }
 
-const SECOND_NS: u64 = 1_000_000_000;
+/// Makes the case's tiers (once, with a table of `quota`), checks that `incompatible` quotas
+/// cannot be made tiers, and runs one schedule on a hashed and on an exact table of each shape.
+fn check_both_key_modes<Q: Quota + PartialEq>(
+    quota: Q,
+    tier_quotas: &[Q],
+    incompatible: &[Q],
+    start_ns: u64,
+    seed: u64,
+    events: &[Event],
+) -> Result<(), TestCaseError> {
+    let maker = table::<Hashed, Q>(quota, TableShape::capacity(1), &ManualClock::new());
+    let tiers: Vec<Tier<Q>> = tier_quotas
+        .iter()
+        .map(|&tier_quota| maker.tier(tier_quota).unwrap())
+        .collect();
+    for &other in incompatible {
+        prop_assert_eq!(maker.tier(other), Err(QuotaError::IncompatibleQuota));
+    }
+    check_every_shape::<Q, Hashed>(quota, &tiers, start_ns, seed, events)?;
+    check_every_shape::<Q, Exact>(quota, &tiers, start_ns, seed, events)
+}
 
-fn gcra_per_call_quotas() -> Vec<Gcra> {
+fn gcra_tier_quotas() -> Vec<Gcra> {
     vec![
         // The table's own quota.
         Gcra::per_second(20).unwrap().with_burst(5).unwrap(),
-        // Other rates and bursts: rebased onto the table's ticks.
+        // Another whole-nanosecond interval: the table's units as is.
         Gcra::per_second(100).unwrap().with_burst(12).unwrap(),
-        Gcra::per_period(3, Duration::from_secs(1)).unwrap(),
+        // Intervals of no whole number of nanoseconds: expressed in the table's ticks.
+        Gcra::new(3, Duration::from_secs(1)).unwrap(),
         Gcra::per_minute(50).unwrap().with_burst(2).unwrap(),
-        Gcra::with_period(Duration::from_nanos(33_333_337)).unwrap(),
+        Gcra::every(Duration::from_nanos(33_333_337)).unwrap(),
     ]
 }
 
-fn fixed_window_per_call_quotas() -> Vec<FixedWindow> {
+fn fixed_window_tier_quotas() -> Vec<FixedWindow> {
     vec![
         FixedWindow::new(5, Duration::from_millis(100)).unwrap(),
         FixedWindow::new(2, Duration::from_millis(100)).unwrap(),
         FixedWindow::new(9, Duration::from_millis(100)).unwrap(),
-        // Another window length: always an error, nothing stored.
-        FixedWindow::new(5, Duration::from_millis(150)).unwrap(),
     ]
 }
 
-fn sliding_window_per_call_quotas() -> Vec<SlidingWindow> {
+fn sliding_window_tier_quotas() -> Vec<SlidingWindow> {
     vec![
         SlidingWindow::new(5, Duration::from_millis(100)).unwrap(),
         SlidingWindow::new(2, Duration::from_millis(100)).unwrap(),
         SlidingWindow::new(9, Duration::from_millis(100)).unwrap(),
-        SlidingWindow::new(5, Duration::from_secs(1)).unwrap(),
     ]
 }
 
@@ -385,26 +366,44 @@ proptest! {
         events in events(5, 5, 50_000_000),
     ) {
         let quota = Gcra::per_second(20).unwrap().with_burst(5).unwrap();
-        check_both_key_modes(quota, &gcra_per_call_quotas(), start_ns, seed, &events)?;
+        check_both_key_modes(quota, &gcra_tier_quotas(), &[], start_ns, seed, &events)?;
     }
 
     #[test]
     fn sliding_window_table_matches_the_model(
         start_ns in 0..100 * SECOND_NS,
         seed in any::<u64>(),
-        events in events(5, 4, 100_000_000),
+        events in events(5, 3, 100_000_000),
     ) {
         let quota = SlidingWindow::new(5, Duration::from_millis(100)).unwrap();
-        check_both_key_modes(quota, &sliding_window_per_call_quotas(), start_ns, seed, &events)?;
+        // Another window length cannot share the table's counts.
+        let incompatible = [SlidingWindow::new(5, Duration::from_secs(1)).unwrap()];
+        check_both_key_modes(
+            quota,
+            &sliding_window_tier_quotas(),
+            &incompatible,
+            start_ns,
+            seed,
+            &events,
+        )?;
     }
 
     #[test]
     fn fixed_window_table_matches_the_model(
         start_ns in 0..100 * SECOND_NS,
         seed in any::<u64>(),
-        events in events(5, 4, 100_000_000),
+        events in events(5, 3, 100_000_000),
     ) {
         let quota = FixedWindow::new(5, Duration::from_millis(100)).unwrap();
-        check_both_key_modes(quota, &fixed_window_per_call_quotas(), start_ns, seed, &events)?;
+        // Another window length cannot share the table's counts.
+        let incompatible = [FixedWindow::new(5, Duration::from_millis(150)).unwrap()];
+        check_both_key_modes(
+            quota,
+            &fixed_window_tier_quotas(),
+            &incompatible,
+            start_ns,
+            seed,
+            &events,
+        )?;
     }
 }

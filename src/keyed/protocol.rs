@@ -94,8 +94,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         self.decide_slow(hash, identity, quota, cost, now)
     }
 
-    /// The core every peek funnels into: the key's state as it is (fresh if the table does not
-    /// hold it), judged without writing or inserting anything.
+    /// The core every peek funnels into: the key's state as it is, judged without writing or
+    /// inserting anything. A key the table does not hold is judged as a check would judge it:
+    /// fresh if a slot is free for it, else as its [`WhenFull`] policy says.
     pub(super) fn peek_decision(
         &self,
         key: &K,
@@ -110,11 +111,41 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                 Some((slot, state)) if slot.unchanged_since(state) => break state,
                 // The slot changed while we read it: look again.
                 Some(_) => {}
-                None => break Q::FRESH,
+                None => return self.peek_new_key(placement, quota, cost, now),
             }
         };
         let allowed = cost == 0 || matches!(quota.step(state, now, cost), Step::Allow(_));
         Decision::new(allowed, cost, state, now, *quota)
+    }
+
+    /// A peek of a key the table does not hold: what its insert would decide now, from the same
+    /// choice of slot, made without the insert lock (nothing is claimed, so nothing needs it).
+    #[cold]
+    fn peek_new_key(
+        &self,
+        placement: Placement,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+    ) -> Decision<Q> {
+        let inherited = match self.choose_slot(placement, now) {
+            Ok(Candidate::Vacant(_) | Candidate::Reclaimable { .. }) => Q::FRESH,
+            Ok(Candidate::Evictable { state, .. }) => state,
+            Err(Full { .. }) if self.when_full == WhenFull::Allow => {
+                return Decision::untracked(cost, Q::FRESH, now, *quota);
+            }
+            Err(Full { soonest_free_ns }) => {
+                return Decision::refused(cost, soonest_free_ns, now, *quota);
+            }
+        };
+        match quota.step(inherited, now, cost) {
+            _ if cost == 0 => Decision::new(true, 0, inherited, now, *quota),
+            Step::Allow(_) => Decision::new(true, cost, inherited, now, *quota),
+            Step::Deny => {
+                let wait_ns = quota.retry_after_ns(inherited, now, cost);
+                Decision::refused(cost, wait_ns, now, *quota)
+            }
+        }
     }
 
     /// The slow path of [`decide`](Self::decide): look again, then run the shared CAS driver
@@ -168,7 +199,12 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                 Err(Full { soonest_free_ns }) => {
                     return if self.when_full == WhenFull::Allow {
                         self.table.count(shard, TableEvent::UntrackedNewKey);
-                        Decision::untracked(cost, now, *quota)
+                        // A fresh state admits any cost up to the limit: never `Deny`.
+                        let state = match quota.step(Q::FRESH, now, cost) {
+                            Step::Allow(state) => state,
+                            Step::Deny => Q::FRESH,
+                        };
+                        Decision::untracked(cost, state, now, *quota)
                     } else {
                         self.table.count(shard, TableEvent::RefusedNewKey);
                         Decision::refused(cost, soonest_free_ns, now, *quota)

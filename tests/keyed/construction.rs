@@ -1,0 +1,138 @@
+//! Construction: the errors a table can be refused with, the sizes it reports, and when a table
+//! of live keys first refuses a new key (the figures of the `keyed` module documentation).
+
+use crate::common::keyed::{table, TableShape};
+use nanolimit::{Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, TableError, Timestamp};
+
+/// What building a table of `u64` keys in key mode `M` gives: its shard count, or the error.
+fn built_shards<M: KeyMode<u64>>(capacity: usize, shards: usize) -> Result<usize, TableError> {
+    KeyedLimiter::<u64, _>::builder(Gcra::per_second(1).unwrap())
+        .capacity(capacity)
+        .shards(shards)
+        .clock(ManualClock::new())
+        .key_mode::<M>()
+        .build()
+        .map(|limiter| limiter.shards())
+}
+
+fn table_construction_errors<M: KeyMode<u64>>() {
+    let build = built_shards::<M>;
+    assert_eq!(build(0, 1), Err(TableError::ZeroCapacity));
+    for shards in [0, 3, 6, 12, 1_000] {
+        assert_eq!(
+            build(1_000, shards),
+            Err(TableError::ShardsNotPowerOfTwo { shards })
+        );
+    }
+    assert_eq!(
+        build(usize::MAX, 1),
+        Err(TableError::CapacityTooLarge {
+            capacity: usize::MAX
+        })
+    );
+    assert_eq!(
+        build(usize::MAX / 2, 4),
+        Err(TableError::CapacityTooLarge {
+            capacity: usize::MAX / 2
+        })
+    );
+    for shards in [1, 2, 4, 64] {
+        assert_eq!(build(1_000, shards), Ok(shards));
+    }
+    // More shards than keys still builds a working table.
+    assert_eq!(build(1, 16), Ok(16));
+}
+
+#[test]
+fn table_construction_errors_hashed() {
+    table_construction_errors::<Hashed>();
+    assert_eq!(
+        KeyedLimiter::new(Gcra::per_second(1).unwrap(), 0)
+            .map(|limiter: KeyedLimiter<u64, _>| limiter.capacity()),
+        Err(TableError::ZeroCapacity)
+    );
+    assert!(TableError::ShardsNotPowerOfTwo { shards: 3 }
+        .to_string()
+        .contains('3'));
+    assert!(TableError::ZeroCapacity.to_string().contains("zero"));
+}
+
+#[test]
+fn table_construction_errors_exact() {
+    table_construction_errors::<Exact>();
+}
+
+#[test]
+fn a_table_reports_its_size() {
+    let clock = ManualClock::new();
+    let quota = Gcra::per_second(1).unwrap();
+    let hashed = table::<Hashed, _>(quota, TableShape::capacity(1_000), &clock);
+    assert_eq!(hashed.capacity(), 1_000);
+    assert!(hashed.slots() >= 1_000 + 1_000 / 3);
+    assert_eq!(hashed.slots() % 8, 0);
+    assert!(hashed.bytes_per_key() <= 32);
+    assert!(hashed.memory_bytes() >= hashed.slots() * 16);
+    let exact = table::<Exact, _>(quota, TableShape::capacity(1_000), &clock);
+    assert!(exact.memory_bytes() >= exact.slots() * 24);
+    // The most shards the default rule gives a 100,000-key table, whatever the core count
+    // (at least 2,048 keys per shard: 32), cost no more than a byte per key over one shard.
+    for shards in [1, 32] {
+        let shape = TableShape::capacity(100_000).shards(shards);
+        let hashed = table::<Hashed, _>(quota, shape, &clock);
+        assert_eq!(hashed.bytes_per_key(), 26, "{shards} shards");
+        let exact = table::<Exact, _>(quota, shape, &clock);
+        assert_eq!(exact.bytes_per_key(), 31, "{shards} shards");
+    }
+    let default_shards = KeyedLimiter::<u64, _>::new(quota, 100_000)
+        .unwrap()
+        .shards();
+    assert!(default_shards <= 32, "{default_shards} shards");
+    // A single key in a table of one: it fits, and is limited.
+    let smallest = table::<Hashed, _>(quota, TableShape::capacity(1), &clock);
+    assert!(smallest.check(&5).is_allowed());
+    assert!(smallest.check(&5).is_denied());
+}
+
+/// Fills a table of key mode `M` (capacity `capacity`, hash seed `seed`) with distinct live
+/// keys (one unit of a one-per-hour quota each, at one instant: none is reclaimable) until the
+/// first new key is refused; returns how many were stored, as a fraction of the capacity.
+fn first_refusal<M: KeyMode<u64>>(capacity: usize, seed: u64) -> f64 {
+    let shape = TableShape::capacity(capacity).seed(seed);
+    let limiter = table::<M, _>(Gcra::per_hour(1).unwrap(), shape, &ManualClock::new());
+    // Scattered keys (an odd multiplier is a bijection on u64).
+    let mut stored = 0u64;
+    for index in 0.. {
+        let key = (index as u64 ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        if limiter.check_at(&key, Timestamp::ORIGIN).is_untracked() {
+            break;
+        }
+        stored += 1;
+    }
+    assert_eq!(limiter.stats().refused_new_keys, 1);
+    assert_eq!(limiter.entries() as u64, stored);
+    stored as f64 / capacity as f64
+}
+
+/// The module documentation's figures for when a table full of live keys first refuses a new
+/// key: `Hashed` tables hold at least their capacity, `Exact` ones at least 85 % of it.
+#[test]
+fn a_table_of_live_keys_first_refuses_a_new_key_where_documented() {
+    for capacity in [1_000, 100_000] {
+        for seed in 1..=5u64 {
+            let hashed = first_refusal::<Hashed>(capacity, seed);
+            assert!(
+                hashed >= 1.0,
+                "hashed, {capacity} keys, seed {seed}: {hashed}"
+            );
+            let exact = first_refusal::<Exact>(capacity, seed);
+            assert!(
+                exact >= 0.85,
+                "exact, {capacity} keys, seed {seed}: {exact}"
+            );
+            eprintln!(
+                "{capacity} keys, seed {seed}: first refusal at {hashed:.3} (hashed), \
+                 {exact:.3} (exact) of capacity"
+            );
+        }
+    }
+}
