@@ -1,7 +1,14 @@
 //! Runs one direct-limiter case many times, for counting instructions under callgrind (stable on
 //! noisy machines, where `benches/direct.rs` timings are not).
 //!
-//! `bash benches/callgrind.sh direct` builds it and prints every case's count. By hand:
+//! Every nanolimit case's count, with the `loop_only` baseline and the floors, in one table (the
+//! cases of `benches/callgrind_keyed.rs` too, unless `direct` is given):
+//!
+//! ```text
+//! bash benches/callgrind.sh direct
+//! ```
+//!
+//! By hand:
 //!
 //! ```text
 //! cargo bench --no-run --bench callgrind_direct   # prints the executable's path
@@ -9,11 +16,12 @@
 //!     --callgrind-out-file=/tmp/cg.out target/release/deps/callgrind_direct-HASH CASE [ITERATIONS]
 //! ```
 //!
-//! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE. The
-//! count includes the loop's own few instructions: the `loop_only` case measures those. Run with
-//! no arguments to list the cases. Each run verifies that every call had the outcome the case is
-//! named after, and exits non-zero otherwise. Under `cargo bench` (an argument `--bench` and no
-//! case) it lists the cases and exits.
+//! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE (the
+//! script uses 200,000). The count includes the loop's own few instructions: the `loop_only`
+//! case measures those. Run with no arguments to list the cases. Each run verifies that every
+//! call had the outcome the case is named after, and exits non-zero otherwise. Under
+//! `cargo bench` (an argument `--bench` and no case) it points to `benches/callgrind.sh` and
+//! exits.
 
 #[path = "shared/direct_quotas.rs"]
 mod direct_quotas;

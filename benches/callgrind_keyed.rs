@@ -1,7 +1,14 @@
 //! Runs one keyed-limiter case many times, for counting instructions under callgrind (stable on
 //! noisy machines, where `benches/keyed.rs` timings are not).
 //!
-//! `bash benches/callgrind.sh keyed` builds it and prints every case's count. By hand:
+//! Every nanolimit case's count, with the `loop_only` baselines, in one table (the cases of
+//! `benches/callgrind_direct.rs` too, unless `keyed` is given):
+//!
+//! ```text
+//! bash benches/callgrind.sh keyed
+//! ```
+//!
+//! By hand:
 //!
 //! ```text
 //! cargo bench --no-run --bench callgrind_keyed   # prints the executable's path
@@ -9,10 +16,11 @@
 //!     --callgrind-out-file=/tmp/cg.out target/release/deps/callgrind_keyed-HASH CASE [ITERATIONS]
 //! ```
 //!
-//! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE. The
-//! count includes the loop's own instructions and the key generator's: the `loop_only_*` cases
-//! measure those. Cases are `PATTERN/IMPLEMENTATION` with the patterns and implementations of
-//! `benches/keyed.rs` (`hot_key`: one key; `rotate_100k`: keys 0..100,000 in turn;
+//! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE (the
+//! script uses 200,000). The count includes the loop's own instructions and the key generator's:
+//! the `PATTERN/loop_only` cases measure those. Cases are `PATTERN/IMPLEMENTATION` with the
+//! patterns and implementations of `benches/keyed.rs` (`hot_key`: one key, allowed;
+//! `denied_key`: one key whose quota is spent, denied; `rotate_100k`: keys 0..100,000 in turn;
 //! `random_1m`: keys drawn uniformly from 0..1,000,000; all keys present before the loop). Run
 //! with no arguments to list them. For cache misses per call, add `--cache-sim=yes` (and, to
 //! model this machine's last level, `--LL=33554432,16,64`).
@@ -24,24 +32,35 @@
 //! wall time, 2.0 when both threads really ran in parallel all along. On a shared machine a low
 //! overlap mostly says another process held a core (or one thread finished its share early),
 //! not that the limiter failed to scale; the per-thread on-CPU time per call, compared with
-//! `one_thread`'s, shows what the threads cost each other (cache-line sharing, locks). Each run verifies that every call was
-//! allowed and that the loop inserted no key, and exits non-zero otherwise. Under `cargo bench`
-//! (an argument `--bench` and no case) it lists nothing and exits.
+//! `one_thread`'s, shows what the threads cost each other (cache-line sharing, locks).
+//!
+//! Each run verifies that every call had the outcome its pattern is named after (allowed;
+//! denied for `denied_key`; `loop_only` checks nothing) and that the loop inserted no key, and
+//! exits non-zero otherwise. Under `cargo bench` (an argument `--bench` and no case) it lists
+//! nothing and exits.
 
-// `hot_key` runs under `Quota::Generous`, `denied_key` (one key, spent: every call denied)
-// under `Quota::OnePerHour`, `rotate_100k` and `random_1m` under `Quota::ManyKeysStayLive`
-// (every entry stays live while the table is filled).
+// `hot_key` runs under `KeyedQuota::Generous`, `denied_key` (one key, spent: every call denied)
+// under `KeyedQuota::OnePerHour`, `rotate_100k` and `random_1m` under
+// `KeyedQuota::ManyKeysStayLive` (every entry stays live while the table is filled). Every
+// implementation is driven through the `KeyedSubject` trait that `benches/keyed.rs` and
+// `benches/contention.rs` share.
 #[path = "shared/governor_fake_clock.rs"]
 mod governor_fake_clock;
 #[path = "shared/keyed_quotas.rs"]
 mod keyed_quotas;
+// Shared with the other keyed benchmarks: housekeeping, names, own-clock checks and state
+// reports serve `benches/keyed.rs` and `benches/contention.rs`.
 #[path = "shared/keyed_subjects.rs"]
-#[allow(dead_code)] // Housekeeping and the upkeep-clock subjects are the benchmark's only.
+#[allow(dead_code)]
 mod keyed_subjects;
+#[path = "shared/quota_spec.rs"]
+#[allow(dead_code)]
+mod quota_spec;
 use governor_fake_clock::GovernorFakeClock;
-use keyed_quotas::Quota;
-use keyed_subjects::{GovernorKeyed, Subject, CALLER_TIME_STEP_NS};
+use keyed_quotas::{KeyedQuota, CALLER_TIME_STEP_NS};
+use keyed_subjects::{GovernorKeyed, KeyedSubject};
 use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock};
+use quota_spec::QuotaSpec;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::sync::Barrier;
@@ -98,16 +117,28 @@ const IMPLEMENTATIONS: &[&str] = &[
 /// An implementation that checks nothing: measures the loop and the key generator.
 struct LoopOnly;
 
-impl Subject for LoopOnly {
+impl KeyedSubject for LoopOnly {
     const NAME: &'static str = "loop_only";
 
-    fn build(_quota: Quota, _capacity: usize) -> Self {
+    type Timestamp = u64;
+
+    fn build(_quota: &QuotaSpec, _capacity: usize) -> Self {
         LoopOnly
     }
 
+    fn now(&self) -> u64 {
+        0
+    }
+
     #[inline]
-    fn check(&self, key: u64, now_ns: u64) -> bool {
-        black_box((key, now_ns));
+    fn check_at(&self, key: u64, now: u64) -> bool {
+        black_box((key, now));
+        true
+    }
+
+    #[inline]
+    fn check_at_caller_ns(&self, key: u64, caller_ns: u64) -> bool {
+        black_box((key, caller_ns));
         true
     }
 
@@ -118,13 +149,17 @@ impl Subject for LoopOnly {
     fn untracked_new_keys(&self) -> u64 {
         0
     }
+
+    fn state_report(&self) -> String {
+        "checks nothing".to_string()
+    }
 }
 
 /// The only code callgrind counts (`--toggle-collect='*measured_loop*'`): `iterations` checks
 /// of the keys `next_key` yields, at caller times advancing by [`CALLER_TIME_STEP_NS`],
 /// returning how many were allowed.
 #[inline(never)]
-fn measured_loop<S: Subject>(
+fn measured_loop<S: KeyedSubject>(
     subject: &S,
     iterations: u64,
     mut next_key: impl FnMut() -> u64,
@@ -133,18 +168,21 @@ fn measured_loop<S: Subject>(
     let mut allowed = 0;
     for _ in 0..iterations {
         now_ns += CALLER_TIME_STEP_NS;
-        allowed += u64::from(black_box(subject).check(next_key(), now_ns));
+        allowed += u64::from(black_box(subject).check_at_caller_ns(next_key(), now_ns));
     }
     allowed
 }
 
 /// Builds the subject, puts the pattern's keys in it (at caller time 0), runs the loop, and
-/// returns an error unless every call was allowed and no key was inserted by the loop.
-fn run<S: Subject>(pattern: &str, iterations: u64) -> Result<(), String> {
+/// returns an error unless every call had the pattern's outcome and no key was inserted by the
+/// loop.
+fn run<S: KeyedSubject>(pattern: &str, iterations: u64) -> Result<(), String> {
+    // `loop_only` checks nothing: every call "passes", whatever the pattern.
+    let checks_outcomes = S::NAME != LoopOnly::NAME;
     let allowed = match pattern {
         "hot_key" => {
-            let subject = S::build(Quota::Generous, HOT_KEY_CAPACITY);
-            subject.check(HOT_KEY, 0);
+            let subject = S::build(&KeyedQuota::Generous.spec(), HOT_KEY_CAPACITY);
+            subject.check_at_caller_ns(HOT_KEY, 0);
             let stored = subject.stored_keys();
             let allowed = measured_loop(&subject, iterations, || black_box(HOT_KEY));
             if subject.stored_keys() != stored {
@@ -153,23 +191,23 @@ fn run<S: Subject>(pattern: &str, iterations: u64) -> Result<(), String> {
             allowed
         }
         "denied_key" => {
-            let subject = S::build(Quota::OnePerHour, HOT_KEY_CAPACITY);
-            subject.check(HOT_KEY, 0);
+            let subject = S::build(&KeyedQuota::OnePerHour.spec(), HOT_KEY_CAPACITY);
+            subject.check_at_caller_ns(HOT_KEY, 0);
             let stored = subject.stored_keys();
             let allowed = measured_loop(&subject, iterations, || black_box(HOT_KEY));
             if subject.stored_keys() != stored {
                 return Err("the loop inserted keys".into());
             }
             println!("{pattern}: {iterations} calls, {allowed} allowed");
-            if allowed != 0 {
+            if checks_outcomes && allowed != 0 {
                 return Err("some calls were allowed".into());
             }
             return Ok(());
         }
         "rotate_100k" => {
-            let subject = S::build(Quota::ManyKeysStayLive, ROTATE_CAPACITY);
+            let subject = S::build(&KeyedQuota::ManyKeysStayLive.spec(), ROTATE_CAPACITY);
             for key in 0..ROTATE_KEYS {
-                if !subject.check(key, 0) {
+                if !subject.check_at_caller_ns(key, 0) {
                     return Err(format!("filling: key {key} denied"));
                 }
             }
@@ -190,11 +228,11 @@ fn run<S: Subject>(pattern: &str, iterations: u64) -> Result<(), String> {
         }
         "random_1m" => {
             let subject = S::build(
-                Quota::ManyKeysStayLive,
+                &KeyedQuota::ManyKeysStayLive.spec(),
                 (RANDOM_KEYS + RANDOM_KEYS / 4) as usize,
             );
             for key in 0..RANDOM_KEYS {
-                if !subject.check(key, 0) {
+                if !subject.check_at_caller_ns(key, 0) {
                     return Err(format!("filling: key {key} denied"));
                 }
             }
@@ -222,11 +260,11 @@ fn run<S: Subject>(pattern: &str, iterations: u64) -> Result<(), String> {
         }
         "one_thread" | "two_threads" => {
             let threads = if pattern == "one_thread" { 1 } else { 2 };
-            let subject = S::build(Quota::ManyKeysStayLive, THREADS_CAPACITY);
+            let subject = S::build(&KeyedQuota::ManyKeysStayLive.spec(), THREADS_CAPACITY);
             for thread in 0..2u64 {
                 for index in 0..KEYS_PER_THREAD {
                     let key = thread << 32 | index;
-                    if !subject.check(key, 0) {
+                    if !subject.check_at_caller_ns(key, 0) {
                         return Err(format!("filling: key {key} denied"));
                     }
                 }
@@ -241,7 +279,7 @@ fn run<S: Subject>(pattern: &str, iterations: u64) -> Result<(), String> {
         _ => return Err(format!("unknown pattern {pattern:?}")),
     };
     println!("{pattern}: {iterations} calls, {allowed} allowed");
-    if allowed != iterations {
+    if checks_outcomes && allowed != iterations {
         return Err("some calls were denied".into());
     }
     Ok(())
@@ -256,7 +294,7 @@ fn thread_on_cpu_ns() -> Option<u64> {
 /// Runs `calls` checks split over `threads` threads, each rotating over its own keys (thread
 /// `t` owns keys `t << 32 ..`), released together by a barrier; prints the timings and returns
 /// how many checks were allowed.
-fn run_threads<S: Subject>(subject: &S, threads: u64, calls: u64) -> u64 {
+fn run_threads<S: KeyedSubject>(subject: &S, threads: u64, calls: u64) -> u64 {
     let barrier = Barrier::new(threads as usize);
     let spans: Vec<(Instant, Instant, Option<u64>, u64, u64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)

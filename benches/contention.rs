@@ -38,6 +38,7 @@
 //! | `keyed-rotate-100k` | walks 100,000 keys (shared) in order, from its own offset |
 //! | `keyed-zipf-1m` | replays 2^20 precomputed Zipf draws (s = 1.1) over 1,000,000 keys (fewer beyond 32 threads: 2^25 in all) |
 //! | `keyed-flood` | checks a new key every call, except every 64th call: one of 4 legitimate hot keys |
+//! | `keyed-hot-under-flood` | thread 0 checks one hot key, present in the table, on every call: the only thread measured; threads 1 and up each check a new key on every call (a flood) on the same table, and their calls are not counted (the row's line prints their call rate); at 1 thread the hot thread runs alone (the baseline). Shows whether a flood of new keys slows the checks of a present key (e.g. false sharing on the table's shard headers) |
 //! | `packet-loop` | reads the clock once per batch of 32 checks (65,536 flows), passes it in |
 //!
 //! Limiters: nanolimit (`gcra`, `sliding-window`, `fixed-window`) everywhere; governor 0.10 (GCRA;
@@ -46,14 +47,17 @@
 //! `Mutex<HashMap<u64, (f64 tokens, Instant)>>` token bucket, in the keyed ones. In the packet
 //! loop nanolimit uses `check_key_at` with the batch's reading of its own clock and the
 //! mutex-hashmap takes the batch's `Instant`; governor has no API taking the caller's time, so it
-//! reads its clock on every check (that cost is part of its row).
+//! reads its clock on every check (that cost is part of its row). keyed-hot-under-flood has no
+//! mutex-hashmap row (governor is the peer). The keyed limiters are driven through the
+//! `KeyedSubject` trait that every keyed benchmark shares (`benches/shared/keyed_subjects.rs`).
 //!
 //! nanolimit keyed tables are built with a capacity of the scenario's key space (at least 1,024
-//! keys; the table adds its own headroom), except in keyed-flood: 100,000 keys for unbounded
-//! distinct keys, full behaviour `WhenFull::Deny` (the default). governor's and the mutex-hashmap's maps are unbounded; the
-//! table prints how many keys they hold after the run.
+//! keys; the table adds its own headroom), except in keyed-flood and keyed-hot-under-flood:
+//! 100,000 keys for unbounded distinct keys. Every table has the default shards and full
+//! behaviour `WhenFull::Deny` (the default). governor's and the mutex-hashmap's maps are
+//! unbounded; the table prints how many keys they hold after the run.
 //!
-//! Floor rows, measured once per thread count: `clock-read` (one `QuantaClock::now_ns`, the
+//! Floor rows, measured once per thread count: `clock-read` (one `QuantaClock::now`, the
 //! clock nanolimit reads by default), `cas` (one load and one compare-and-swap on the thread's own
 //! cache-padded `AtomicU64`, nothing shared) and `ahash-cas` (ahash of a new `u64` key, then the
 //! same compare-and-swap). "vs floor" divides a row's ns per call per thread by the sum of the
@@ -70,7 +74,14 @@
 //! |---|---|---|---|---|
 //! | direct-allow | 10^9 / s | 10^6 | 1 ms | far above any thread count's offered load: nearly all allowed, every allow writes |
 //! | direct-deny | 1,000 / s | 10 | 10 ms | saturated (above 99.99 % denied), yet enough admissions (~1,000 per second) to measure accuracy to a fraction of a percent |
-//! | keyed (all) | 1,000 / s per key | 50 | 50 ms | a per-client API quota: hot keys saturate, cold keys pass |
+//! | keyed (all but keyed-hot-under-flood) | 1,000 / s per key | 50 | 50 ms | a per-client API quota: hot keys saturate, cold keys pass |
+//! | keyed-hot-under-flood, GCRA (nanolimit, governor) | 1,000 / s per key | 10^9 | - | the hot key runs up debt, so its entry stays live (never reclaimable by a flood insert), yet it admits 10^9 checks (at least 10 s of one thread's checks) before it saturates; a flood key's entry is live for 1 ms, then reclaimable |
+//! | keyed-hot-under-flood, windows | 5·10^8 / s per key | 10^6 | 2 ms | the hot key would need 5·10^8 checks per second to reach its limit; its entry stays live while it is checked (a sliding window keeps the previous window's count; a fixed window's entry is fresh only from a window's start to the hot thread's first check in it); a flood key's entry is live for one or two windows |
+//!
+//! In keyed-hot-under-flood the hot key is never meant to be denied: its allowed fraction says
+//! whether it was (it is counted as it is, like every row's). If the hot thread loses its core
+//! for longer than a key stays live (more threads than cores), its entry may be reclaimed by a
+//! flood key, and its next check inserts it again (counted as an ordinary call).
 //!
 //! ## Measurement
 //!
@@ -90,12 +101,12 @@
 //! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor` |
 //! | `algorithm` | `gcra`, `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas` |
 //! | `threads` | threads calling at once |
-//! | `keys` | distinct keys offered: 1 for direct limiters and keyed-hot, the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
-//! | `ops` | calls by all threads in the measured phase |
-//! | `ns_per_op` | wall time / calls of one thread (averaged over threads): one call's cost as its caller sees it |
-//! | `agg_ns_per_op` | wall time / all calls (`ns_per_op / threads`) |
-//! | `mops_per_s` | all calls per second, in millions |
-//! | `allowed_fraction` | admitted / calls in the measured phase (floors: 1) |
+//! | `keys` | distinct keys offered: 1 for direct limiters, keyed-hot and keyed-hot-under-flood (the hot key, the one counted), the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
+//! | `ops` | calls by all threads in the measured phase; keyed-hot-under-flood: the hot thread's calls only (the flood's are not counted) |
+//! | `ns_per_op` | wall time / calls of one thread (averaged over threads): one call's cost as its caller sees it; keyed-hot-under-flood: the hot thread's |
+//! | `agg_ns_per_op` | wall time / all calls (`ns_per_op / threads`); keyed-hot-under-flood: wall time / the hot thread's calls (= `ns_per_op`: one thread is measured) |
+//! | `mops_per_s` | all calls per second, in millions; keyed-hot-under-flood: the hot thread's |
+//! | `allowed_fraction` | admitted / calls in the measured phase (floors: 1); keyed-hot-under-flood: of the hot thread's calls |
 //!
 //! The table adds "vs gov" (governor's aggregate ns per call over the row's, same scenario and
 //! threads), "vs floor" (above) and accuracy: the requests admitted over the limiter's life
@@ -107,10 +118,9 @@
 //! (fixed window), both strict bounds; limit × max(1, span / window) for the sliding-window
 //! counter, what a saturated key gets (the counter approximates by design). "under quota" means
 //! the offered load never needed a denial and everything passed. For keyed-flood the accuracy
-//! is that of the legitimate hot keys only ("legit"): their admissions against their quota.
+//! is that of the legitimate hot keys only ("legit"): their admissions against their quota; for
+//! keyed-hot-under-flood that of the hot key ("hot").
 
-#[path = "contention/keyed_nanolimit.rs"]
-mod keyed_nanolimit;
 #[path = "contention/keys.rs"]
 mod keys;
 #[path = "contention/measure.rs"]
@@ -121,12 +131,21 @@ mod quotas;
 mod report;
 #[path = "contention/subjects.rs"]
 mod subjects;
+// Shared with the other keyed benchmarks: housekeeping, names and caller-counted time, and the
+// per-minute and per-hour quotas, serve `benches/keyed.rs` and `benches/callgrind_keyed.rs`.
+#[path = "shared/keyed_subjects.rs"]
+#[allow(dead_code)]
+mod keyed_subjects;
+#[path = "shared/quota_spec.rs"]
+#[allow(dead_code)]
+mod quota_spec;
 
-use keyed_nanolimit::NanolimitKeyed;
+use keyed_subjects::{GovernorKeyed, KeyedSubject};
 use keys::KeyPattern;
 use measure::{measure, Measurement, Timing};
-use nanolimit::QuantaClock;
-use quotas::{AlgorithmKind, QuotaSpec};
+use nanolimit::{FixedWindow, Gcra, Hashed, KeyedLimiter, QuantaClock, SlidingWindow};
+use quota_spec::QuotaSpec;
+use quotas::AlgorithmKind;
 use report::{Accuracy, Row};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -134,26 +153,23 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use subjects::{
-    AhashCasFloor, CasFloor, ClockReadFloor, DirectSubject, DirectWorker, GovernorKeyed,
-    KeyedSubject, KeyedWorker, MutexHashMap, PacketWorker,
+    AhashCasFloor, CasFloor, ClockReadFloor, DirectSubject, DirectWorker, KeyedWorker,
+    MutexHashMap, PacketWorker,
 };
 
 /// direct-allow: far above what any number of threads can offer.
-const DIRECT_ALLOW_QUOTA: QuotaSpec = QuotaSpec {
-    per_second: 1_000_000_000,
-    burst: 1_000_000,
-};
+const DIRECT_ALLOW_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000_000_000, 1_000_000);
 /// direct-deny: saturated, with enough admissions to measure accuracy.
-const DIRECT_DENY_QUOTA: QuotaSpec = QuotaSpec {
-    per_second: 1_000,
-    burst: 10,
-};
-/// Every keyed scenario, per key.
-const KEYED_QUOTA: QuotaSpec = QuotaSpec {
-    per_second: 1_000,
-    burst: 50,
-};
-/// nanolimit's table capacity in keyed-flood.
+const DIRECT_DENY_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000, 10);
+/// Every keyed scenario but keyed-hot-under-flood, per key.
+const KEYED_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000, 50);
+/// keyed-hot-under-flood, GCRA (nanolimit and governor), per key: the hot key runs up debt (its
+/// entry stays live) but admits 10^9 checks before it saturates.
+const HOT_UNDER_FLOOD_GCRA_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000, 1_000_000_000);
+/// keyed-hot-under-flood, window algorithms, per key: 10^6 per 2 ms window, which the hot key
+/// would need 5·10^8 checks per second to reach.
+const HOT_UNDER_FLOOD_WINDOW_QUOTA: QuotaSpec = QuotaSpec::per_second(500_000_000, 1_000_000);
+/// nanolimit's table capacity in keyed-flood and keyed-hot-under-flood.
 const FLOOD_TABLE_CAPACITY: usize = 100_000;
 /// Zipf draws each thread replays (a power of two)...
 const ZIPF_DRAWS_PER_THREAD: usize = 1 << 20;
@@ -170,11 +186,12 @@ enum Scenario {
     KeyedRotate100k,
     KeyedZipf1m,
     KeyedFlood,
+    KeyedHotUnderFlood,
     PacketLoop,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 8] = [
+    const ALL: [Scenario; 9] = [
         Scenario::DirectAllow,
         Scenario::DirectDeny,
         Scenario::KeyedHot,
@@ -182,6 +199,7 @@ impl Scenario {
         Scenario::KeyedRotate100k,
         Scenario::KeyedZipf1m,
         Scenario::KeyedFlood,
+        Scenario::KeyedHotUnderFlood,
         Scenario::PacketLoop,
     ];
 
@@ -194,6 +212,7 @@ impl Scenario {
             Scenario::KeyedRotate100k => "keyed-rotate-100k",
             Scenario::KeyedZipf1m => "keyed-zipf-1m",
             Scenario::KeyedFlood => "keyed-flood",
+            Scenario::KeyedHotUnderFlood => "keyed-hot-under-flood",
             Scenario::PacketLoop => "packet-loop",
         }
     }
@@ -201,7 +220,7 @@ impl Scenario {
     fn description(self) -> String {
         let keyed_quota = format!(
             "per-key quota {}/s, burst {}",
-            KEYED_QUOTA.per_second, KEYED_QUOTA.burst
+            KEYED_QUOTA.count, KEYED_QUOTA.burst
         );
         match self {
             Scenario::DirectAllow => format!(
@@ -210,7 +229,7 @@ impl Scenario {
             ),
             Scenario::DirectDeny => format!(
                 "one limiter shared by all threads, quota {}/s burst {} (saturated: nearly all denied)",
-                DIRECT_DENY_QUOTA.per_second, DIRECT_DENY_QUOTA.burst
+                DIRECT_DENY_QUOTA.count, DIRECT_DENY_QUOTA.burst
             ),
             Scenario::KeyedHot => format!("all threads on one key; {keyed_quota}"),
             Scenario::KeyedSpread => format!(
@@ -232,6 +251,14 @@ impl Scenario {
                 keys::FLOOD_LEGITIMATE_KEYS,
                 FLOOD_TABLE_CAPACITY
             ),
+            Scenario::KeyedHotUnderFlood => format!(
+                "thread 0 checks one present hot key (only its calls are counted), threads 1.. a new key every call; nanolimit table {} keys; per-key quota: GCRA {}/s burst {}, windows {} per {} ms (the hot key never saturates)",
+                FLOOD_TABLE_CAPACITY,
+                HOT_UNDER_FLOOD_GCRA_QUOTA.count,
+                HOT_UNDER_FLOOD_GCRA_QUOTA.burst,
+                HOT_UNDER_FLOOD_WINDOW_QUOTA.burst,
+                HOT_UNDER_FLOOD_WINDOW_QUOTA.window().as_millis(),
+            ),
             Scenario::PacketLoop => format!(
                 "batches of {} checks sharing one caller-read timestamp over {} flows (governor reads its clock per check); {keyed_quota}",
                 subjects::PACKET_BATCH,
@@ -250,11 +277,25 @@ impl Scenario {
         matches!(self, Scenario::DirectAllow | Scenario::DirectDeny)
     }
 
-    fn quota(self) -> QuotaSpec {
-        match self {
-            Scenario::DirectAllow => DIRECT_ALLOW_QUOTA,
-            Scenario::DirectDeny => DIRECT_DENY_QUOTA,
+    /// The quota of the scenario's `algorithm` rows.
+    fn quota(self, algorithm: AlgorithmKind) -> QuotaSpec {
+        match (self, algorithm) {
+            (Scenario::DirectAllow, _) => DIRECT_ALLOW_QUOTA,
+            (Scenario::DirectDeny, _) => DIRECT_DENY_QUOTA,
+            (
+                Scenario::KeyedHotUnderFlood,
+                AlgorithmKind::SlidingWindow | AlgorithmKind::FixedWindow,
+            ) => HOT_UNDER_FLOOD_WINDOW_QUOTA,
+            (Scenario::KeyedHotUnderFlood, _) => HOT_UNDER_FLOOD_GCRA_QUOTA,
             _ => KEYED_QUOTA,
+        }
+    }
+
+    /// Threads whose calls a row counts: all, except in keyed-hot-under-flood (the hot thread).
+    fn counted_threads(self, threads: usize) -> usize {
+        match self {
+            Scenario::KeyedHotUnderFlood => 1,
+            _ => threads,
         }
     }
 
@@ -265,7 +306,7 @@ impl Scenario {
             Scenario::KeyedSpread => keys::SPREAD_KEYS_PER_THREAD as usize * threads,
             Scenario::KeyedRotate100k => keys::ROTATE_KEYS as usize,
             Scenario::KeyedZipf1m => keys::ZIPF_KEYS as usize,
-            Scenario::KeyedFlood => return FLOOD_TABLE_CAPACITY,
+            Scenario::KeyedFlood | Scenario::KeyedHotUnderFlood => return FLOOD_TABLE_CAPACITY,
             Scenario::PacketLoop => keys::PACKET_FLOWS as usize,
             _ => 1,
         };
@@ -304,7 +345,7 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
     ];
     if scenario.is_direct() {
         limiters.push((LimiterKind::Ratelimit, AlgorithmKind::TokenBucket));
-    } else {
+    } else if scenario != Scenario::KeyedHotUnderFlood {
         limiters.push((LimiterKind::MutexHashMap, AlgorithmKind::TokenBucket));
     }
     limiters
@@ -339,7 +380,7 @@ struct Config {
 const USAGE: &str = "usage: cargo bench --bench contention -- [--quick] [--scenario NAME]... \
 [--threads 1,2,4] [--duration SECS] [--csv PATH]
 scenarios: direct-allow direct-deny keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
-keyed-flood packet-loop";
+keyed-flood keyed-hot-under-flood packet-loop";
 
 fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String> {
     let mut scenarios = Vec::new();
@@ -471,23 +512,31 @@ fn run_direct<S: DirectSubject>(
     }
 }
 
-fn run_keyed<S: KeyedSubject>(
-    build: impl FnOnce() -> S,
-    job: Job,
-    context: &Context,
-) -> MeasuredRun {
+/// nanolimit's keyed limiter as the keyed scenarios use it: `u64` keys, hashed (the default),
+/// on the default clock.
+type NanolimitKeyed<Q> = KeyedLimiter<u64, Q, QuantaClock, Hashed>;
+
+fn run_keyed<S: KeyedSubject>(job: Job, context: &Context) -> MeasuredRun {
     let (threads, timing) = (job.threads, context.timing);
-    let subject = build();
+    let scenario = job.scenario.expect("keyed jobs have a scenario");
+    // The limiter's clock starts during the build, so its origin (where window algorithms
+    // align their windows) is no earlier than this.
+    let before_build = Instant::now();
+    let subject = S::build(
+        &scenario.quota(job.algorithm),
+        scenario.table_capacity(threads),
+    );
     // Admissions are bounded from the first possible check (GCRA, token buckets: building a
     // large table takes milliseconds that must not count as refill time), or from the clock
     // origin where windows are aligned to it.
     let built = Instant::now();
-    let start = match subject.clock_origin() {
-        Some(origin) if QuotaSpec::windows_start_at_clock_origin(job.algorithm) => origin,
-        _ => built,
+    let start = if QuotaSpec::windows_start_at_clock_origin(job.algorithm) {
+        before_build
+    } else {
+        built
     };
     let subject = &subject;
-    let measurement = match job.scenario.expect("keyed jobs have a scenario") {
+    let measurement = match scenario {
         Scenario::KeyedHot => measure(threads, timing, |_| KeyedWorker {
             subject,
             keys: keys::HotKey,
@@ -513,6 +562,10 @@ fn run_keyed<S: KeyedSubject>(
         Scenario::KeyedFlood => measure(threads, timing, |thread_index| KeyedWorker {
             subject,
             keys: keys::FloodKeys::new(thread_index),
+        }),
+        Scenario::KeyedHotUnderFlood => measure(threads, timing, |thread_index| KeyedWorker {
+            subject,
+            keys: keys::HotUnderFloodKeys::new(thread_index),
         }),
         Scenario::PacketLoop => measure(threads, timing, |thread_index| {
             PacketWorker::new(subject, keys::FlowKeys::new(thread_index, threads))
@@ -550,8 +603,7 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
     let Some(scenario) = job.scenario else {
         return run_floor(job, context);
     };
-    let quota = scenario.quota();
-    let capacity = scenario.table_capacity(job.threads);
+    let quota = scenario.quota(job.algorithm);
     match (scenario.is_direct(), job.limiter, job.algorithm) {
         (true, LimiterKind::Nanolimit, AlgorithmKind::Gcra) => {
             run_direct(|| nanolimit::Limiter::new(quota.gcra()), job, context)
@@ -573,26 +625,16 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
         ),
         (true, LimiterKind::Ratelimit, _) => run_direct(|| quota.ratelimit(), job, context),
         (false, LimiterKind::Nanolimit, AlgorithmKind::Gcra) => {
-            run_keyed(|| NanolimitKeyed::new(quota.gcra(), capacity), job, context)
+            run_keyed::<NanolimitKeyed<Gcra>>(job, context)
         }
-        (false, LimiterKind::Nanolimit, AlgorithmKind::SlidingWindow) => run_keyed(
-            || NanolimitKeyed::new(quota.sliding_window(), capacity),
-            job,
-            context,
-        ),
-        (false, LimiterKind::Nanolimit, AlgorithmKind::FixedWindow) => run_keyed(
-            || NanolimitKeyed::new(quota.fixed_window(), capacity),
-            job,
-            context,
-        ),
-        (false, LimiterKind::Governor, _) => run_keyed(
-            || -> GovernorKeyed { governor::RateLimiter::dashmap(quota.governor()) },
-            job,
-            context,
-        ),
-        (false, LimiterKind::MutexHashMap, _) => {
-            run_keyed(|| MutexHashMap::new(quota), job, context)
+        (false, LimiterKind::Nanolimit, AlgorithmKind::SlidingWindow) => {
+            run_keyed::<NanolimitKeyed<SlidingWindow>>(job, context)
         }
+        (false, LimiterKind::Nanolimit, AlgorithmKind::FixedWindow) => {
+            run_keyed::<NanolimitKeyed<FixedWindow>>(job, context)
+        }
+        (false, LimiterKind::Governor, _) => run_keyed::<GovernorKeyed>(job, context),
+        (false, LimiterKind::MutexHashMap, _) => run_keyed::<MutexHashMap>(job, context),
         (direct, limiter, algorithm) => {
             unreachable!("no {limiter:?} {algorithm:?} for direct = {direct}")
         }
@@ -611,21 +653,32 @@ fn key_pattern(scenario: Scenario, context: &Context) -> KeyPattern {
                 .expect("Zipf draws are prepared before keyed-zipf-1m runs"),
         ),
         Scenario::KeyedFlood => KeyPattern::Flood,
+        Scenario::KeyedHotUnderFlood => KeyPattern::HotUnderFlood,
         Scenario::PacketLoop => KeyPattern::Flows,
     }
 }
 
 fn make_row(job: Job, run: MeasuredRun, context: &Context) -> Row {
     let measurement = &run.measurement;
+    // The threads a row counts come first (keyed-hot-under-flood: the hot thread, thread 0).
+    let counted_threads = job.scenario.map_or(job.threads, |scenario| {
+        scenario.counted_threads(job.threads)
+    });
+    let (counted, uncounted) = measurement.threads.split_at(counted_threads);
+    let wall_seconds = measurement.measured_wall.as_secs_f64();
     let mut row = Row {
         scenario: job.scenario.map_or("floor", Scenario::name),
         limiter: job.limiter.name(),
         algorithm: job.algorithm.name(),
         threads: job.threads,
+        counted_threads,
         keys: 0,
-        operations: measurement.measured_operations(),
-        allowed: measurement.measured_allowed(),
-        wall_seconds: measurement.measured_wall.as_secs_f64(),
+        operations: counted.iter().map(|t| t.measured_operations).sum(),
+        allowed: counted.iter().map(|t| t.measured_allowed).sum(),
+        flood_calls_per_second: (job.scenario == Some(Scenario::KeyedHotUnderFlood)).then(|| {
+            uncounted.iter().map(|t| t.measured_operations).sum::<u64>() as f64 / wall_seconds
+        }),
+        wall_seconds,
         accuracy: None,
         state_report: run.state_report,
     };
@@ -636,13 +689,13 @@ fn make_row(job: Job, run: MeasuredRun, context: &Context) -> Row {
     let operations_per_thread = measurement.lifetime_operations_per_thread();
     row.keys = pattern.distinct_keys(&operations_per_thread);
     let bound_per_key = scenario
-        .quota()
+        .quota(job.algorithm)
         .admitted_bound_per_key(job.algorithm, run.lifetime);
     let hits = pattern.hits_per_key(&operations_per_thread);
-    let (subject, admitted) = if scenario == Scenario::KeyedFlood {
-        ("legit", measurement.lifetime_legitimate_allowed())
-    } else {
-        ("all", measurement.lifetime_allowed())
+    let (subject, admitted) = match scenario {
+        Scenario::KeyedFlood => ("legit", measurement.lifetime_legitimate_allowed()),
+        Scenario::KeyedHotUnderFlood => ("hot", counted.iter().map(|t| t.lifetime_allowed).sum()),
+        _ => ("all", measurement.lifetime_allowed()),
     };
     row.accuracy = Some(Accuracy {
         subject,

@@ -6,7 +6,8 @@
 //!   uncontended compare-and-swap on a cache-padded `AtomicU64`: the parts a check is made of.
 //! - `gcra`, `sliding_window`, `fixed_window`: for each algorithm, allowed and denied checks
 //!   with three sources of time: the default clock ([`QuantaClock`]), a caller-supplied
-//!   timestamp (`check_at`, no clock read) and the [`UpkeepClock`]. Allowed checks run on a
+//!   timestamp (`check_at`, no clock read: the loop counts nanoseconds and makes a [`Timestamp`]
+//!   of them per call) and the [`UpkeepClock`]. Allowed checks run on a
 //!   quota no single thread can exhaust, denied ones on a saturated quota (one unit per hour,
 //!   already used). `gcra` also holds `governor`'s direct limiter (a GCRA, the reference for all
 //!   three groups), allowed and denied, on its default clock and on its upkeep clock (governor
@@ -16,6 +17,8 @@
 //! "allowed" case cannot silently measure denials.
 //!
 //! Run: `cargo bench --bench direct` (add `-- --measurement-time 3` for longer samples).
+//! Instruction counts of the same cases under callgrind: `bash benches/callgrind.sh direct` (the
+//! runner is `benches/callgrind_direct.rs`).
 
 #[path = "shared/direct_quotas.rs"]
 mod direct_quotas;
@@ -26,7 +29,7 @@ use direct_quotas::{
 };
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
 use nanolimit::{
-    Algorithm, Clock, FixedWindow, Gcra, Limiter, QuantaClock, SlidingWindow, UpkeepClock,
+    Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, SlidingWindow, Timestamp, UpkeepClock,
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -39,6 +42,11 @@ const CALLER_TIME_STEP_NS: u64 = 4;
 
 /// The upkeep interval of both upkeep clocks (nanolimit's default).
 const UPKEEP_INTERVAL: Duration = UpkeepClock::DEFAULT_INTERVAL;
+
+/// nanolimit's upkeep clock at [`UPKEEP_INTERVAL`] (its thread stops when the clock is dropped).
+fn upkeep_clock() -> UpkeepClock {
+    UpkeepClock::new(UPKEEP_INTERVAL).expect("upkeep thread")
+}
 
 /// Checks run after each benchmark to confirm it measured the outcome it is named after.
 const OUTCOME_CHECKS: u32 = 100_000;
@@ -70,16 +78,16 @@ fn floor(c: &mut Criterion) {
 
     let quanta_clock = QuantaClock::new();
     group.bench_function(BenchmarkId::new("quanta_clock_now_ns", "nanolimit"), |b| {
-        b.iter(|| black_box(black_box(&quanta_clock).now_ns()))
+        b.iter(|| black_box(black_box(&quanta_clock).now()))
     });
     let governor_clock = governor::clock::QuantaClock::default();
     group.bench_function(BenchmarkId::new("quanta_clock_now", "governor"), |b| {
         b.iter(|| black_box(black_box(&governor_clock).now()))
     });
 
-    let upkeep_clock = UpkeepClock::new(UPKEEP_INTERVAL);
+    let upkeep_clock = upkeep_clock();
     group.bench_function(BenchmarkId::new("upkeep_clock_now_ns", "nanolimit"), |b| {
-        b.iter(|| black_box(black_box(&upkeep_clock).now_ns()))
+        b.iter(|| black_box(black_box(&upkeep_clock).now()))
     });
     drop(upkeep_clock);
     let governor_upkeep_clock =
@@ -114,10 +122,10 @@ fn floor(c: &mut Criterion) {
 /// The six nanolimit cases of one algorithm: `generous` admits every check a single thread
 /// can make, `saturated` admits one per hour. Each limiter (and its upkeep thread, if any) is
 /// dropped before the next case runs.
-fn nanolimit_cases<A: Algorithm>(
+fn nanolimit_cases<Q: Quota>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    generous: A,
-    saturated: A,
+    generous: Q,
+    saturated: Q,
 ) {
     let limiter = Limiter::new(generous);
     group.bench_function(
@@ -133,12 +141,18 @@ fn nanolimit_cases<A: Algorithm>(
     group.bench_function(BenchmarkId::new("allowed_caller_time", "nanolimit"), |b| {
         b.iter(|| {
             now_ns += CALLER_TIME_STEP_NS;
-            black_box(black_box(&limiter).check_at(now_ns).is_allowed())
+            black_box(
+                black_box(&limiter)
+                    .check_at(Timestamp::saturating_from_ns(now_ns))
+                    .is_allowed(),
+            )
         })
     });
     assert_outcome("allowed_caller_time", true, || {
         now_ns += CALLER_TIME_STEP_NS;
-        limiter.check_at(now_ns).is_allowed()
+        limiter
+            .check_at(Timestamp::saturating_from_ns(now_ns))
+            .is_allowed()
     });
 
     let limiter = Limiter::new(saturated);
@@ -153,23 +167,29 @@ fn nanolimit_cases<A: Algorithm>(
 
     let limiter = Limiter::new(saturated);
     assert!(
-        limiter.check_at(0).is_allowed(),
+        limiter.check_at(Timestamp::ORIGIN).is_allowed(),
         "the first check consumes the quota"
     );
     let mut now_ns = 0u64;
     group.bench_function(BenchmarkId::new("denied_caller_time", "nanolimit"), |b| {
         b.iter(|| {
             now_ns += CALLER_TIME_STEP_NS;
-            black_box(black_box(&limiter).check_at(now_ns).is_allowed())
+            black_box(
+                black_box(&limiter)
+                    .check_at(Timestamp::saturating_from_ns(now_ns))
+                    .is_allowed(),
+            )
         })
     });
     assert_outcome("denied_caller_time", false, || {
         now_ns += CALLER_TIME_STEP_NS;
-        limiter.check_at(now_ns).is_allowed()
+        limiter
+            .check_at(Timestamp::saturating_from_ns(now_ns))
+            .is_allowed()
     });
 
     {
-        let limiter = Limiter::with_clock(generous, UpkeepClock::new(UPKEEP_INTERVAL));
+        let limiter = Limiter::with_clock(generous, upkeep_clock());
         group.bench_function(BenchmarkId::new("allowed_upkeep_clock", "nanolimit"), |b| {
             b.iter(|| black_box(black_box(&limiter).check().is_allowed()))
         });
@@ -178,7 +198,7 @@ fn nanolimit_cases<A: Algorithm>(
         });
     }
     {
-        let limiter = Limiter::with_clock(saturated, UpkeepClock::new(UPKEEP_INTERVAL));
+        let limiter = Limiter::with_clock(saturated, upkeep_clock());
         assert!(
             limiter.check().is_allowed(),
             "the first check consumes the quota"

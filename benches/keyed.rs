@@ -23,7 +23,8 @@
 //!
 //! Implementations:
 //! - `nanolimit_hashed`: GCRA, [`Hashed`](nanolimit::Hashed) keys (the default), default clock.
-//! - `nanolimit_hashed_caller_time`: the same, time passed in by the caller (`check_key_at`).
+//! - `nanolimit_hashed_caller_time`: the same, time passed in by the caller (`check_at`, with a
+//!   `Timestamp` made per call from the nanoseconds the loop counts).
 //! - `nanolimit_exact`, `nanolimit_exact_caller_time`: [`Exact`](nanolimit::Exact) `u64` keys.
 //! - `governor_dashmap`: governor's default keyed limiter (what `RateLimiter::keyed` builds: a
 //!   `DashMap` with std's SipHash `RandomState`), default clock.
@@ -36,30 +37,43 @@
 //! - `nanolimit_hashed_upkeep_clock`, `governor_dashmap_upkeep_clock`: each on its upkeep clock
 //!   (coarse time from a background thread, 100 µs steps), the cheap clock each offers.
 //!
-//! Every case's outcome is verified outside the timed loop, so an "allowed" case cannot silently
-//! measure denials, nor a "present key" case measure inserts.
+//! Every implementation is driven through the [`KeyedSubject`] trait of
+//! `shared/keyed_subjects.rs`, which `benches/callgrind_keyed.rs` and `benches/contention.rs`
+//! share. Every case's outcome is verified outside the timed loop, so an "allowed" case cannot
+//! silently measure denials, nor a "present key" case measure inserts.
 //!
 //! Run: `cargo bench --bench keyed` (about 5 minutes); one group: `cargo bench --bench keyed --
-//! two_threads`. Instruction counts under callgrind: `examples/callgrind_keyed.rs`.
+//! two_threads`. Instruction counts under callgrind: `bash benches/callgrind.sh keyed` (the
+//! runner is `benches/callgrind_keyed.rs`).
 
 #[path = "shared/governor_fake_clock.rs"]
 mod governor_fake_clock;
 #[path = "shared/keyed_quotas.rs"]
 mod keyed_quotas;
+// Shared with the other keyed benchmarks: the trait's own-clock checks and state reports, and
+// the quota's rate, serve `benches/contention.rs`.
 #[path = "shared/keyed_subjects.rs"]
+#[allow(dead_code)]
 mod keyed_subjects;
+#[path = "shared/quota_spec.rs"]
+#[allow(dead_code)]
+mod quota_spec;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
+use governor::clock::QuantaUpkeepClock;
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DashMapStateStore;
 use governor_fake_clock::GovernorFakeClock;
-use keyed_quotas::Quota;
+use keyed_quotas::{KeyedQuota, CALLER_TIME_STEP_NS};
 use keyed_subjects::{
-    DefaultHasher, GovernorKeyed, GovernorUpkeep, Subject, CALLER_TIME_STEP_NS,
+    sweep_unbounded_map, unbounded_map_report, DefaultHasher, GovernorKeyed, KeyedSubject,
     NEW_KEY_TABLE_CAPACITY,
 };
 use nanolimit::{
     Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock, UpkeepClock, WhenFull,
 };
+use quota_spec::QuotaSpec;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::hint::black_box;
@@ -99,6 +113,65 @@ const SMALL_TABLE_CAPACITY: usize = 100_000;
 /// Checks run after each benchmark to confirm it measured the outcome it is named after.
 const OUTCOME_CHECKS: u64 = 100_000;
 
+/// governor's default keyed limiter on its upkeep clock (a background thread stores the time;
+/// a read is one atomic load and a conversion), with the same interval as nanolimit's
+/// [`UpkeepClock`].
+struct GovernorUpkeep(
+    governor::RateLimiter<
+        u64,
+        DashMapStateStore<u64>,
+        QuantaUpkeepClock,
+        NoOpMiddleware<governor::clock::QuantaInstant>,
+    >,
+);
+
+impl KeyedSubject for GovernorUpkeep {
+    const NAME: &'static str = "governor_dashmap_upkeep_clock";
+
+    /// Checks read the upkeep clock; governor has no API taking the time.
+    type Timestamp = ();
+
+    /// Unbounded, like [`GovernorKeyed`]: `capacity` is ignored.
+    fn build(quota: &QuotaSpec, _capacity: usize) -> Self {
+        GovernorUpkeep(governor::RateLimiter::new(
+            quota.governor(),
+            DashMapStateStore::default(),
+            QuantaUpkeepClock::from_interval(UpkeepClock::DEFAULT_INTERVAL)
+                .expect("quanta upkeep thread"),
+        ))
+    }
+
+    #[inline]
+    fn now(&self) {}
+
+    #[inline]
+    fn check_at(&self, key: u64, _now: ()) -> bool {
+        self.0.check_key(&key).is_ok()
+    }
+
+    #[inline]
+    fn check_at_caller_ns(&self, key: u64, _caller_ns: u64) -> bool {
+        self.0.check_key(&key).is_ok()
+    }
+
+    fn stored_keys(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn untracked_new_keys(&self) -> u64 {
+        0
+    }
+
+    fn state_report(&self) -> String {
+        unbounded_map_report(self.0.len())
+    }
+
+    /// As for [`GovernorKeyed`].
+    fn sweep(&self) {
+        sweep_unbounded_map(Self::NAME, || self.0.len(), || self.0.retain_recent());
+    }
+}
+
 /// Runs `body` once for each implementation, in a fixed order.
 macro_rules! for_each_subject {
     ($body:ident($($argument:expr),*)) => {
@@ -117,11 +190,11 @@ macro_rules! for_each_subject {
 
 /// Checks every key of `keys` once, at caller time `now_ns`, and asserts that all were allowed
 /// and that the table now holds exactly those keys.
-fn prefill<S: Subject>(subject: &S, keys: impl Iterator<Item = u64>, now_ns: u64) {
+fn prefill<S: KeyedSubject>(subject: &S, keys: impl Iterator<Item = u64>, now_ns: u64) {
     let mut count = 0u64;
     for key in keys {
         assert!(
-            subject.check(key, now_ns),
+            subject.check_at_caller_ns(key, now_ns),
             "{}: prefill check of key {key} denied",
             S::NAME
         );
@@ -138,7 +211,7 @@ fn prefill<S: Subject>(subject: &S, keys: impl Iterator<Item = u64>, now_ns: u64
 
 /// Benchmarks `subject` on the keys `next_key` yields, then checks that [`OUTCOME_CHECKS`]
 /// further calls all come out `expected_allowed` and that no key was inserted meanwhile.
-fn bench_present_keys<S: Subject>(
+fn bench_present_keys<S: KeyedSubject>(
     group: &mut Group<'_>,
     subject: &S,
     mut next_key: impl FnMut() -> u64,
@@ -149,13 +222,13 @@ fn bench_present_keys<S: Subject>(
     group.bench_function(S::NAME, |b| {
         b.iter(|| {
             now_ns += CALLER_TIME_STEP_NS;
-            black_box(black_box(subject).check(black_box(next_key()), now_ns))
+            black_box(black_box(subject).check_at_caller_ns(black_box(next_key()), now_ns))
         })
     });
     for index in 0..OUTCOME_CHECKS {
         now_ns += CALLER_TIME_STEP_NS;
         assert_eq!(
-            subject.check(next_key(), now_ns),
+            subject.check_at_caller_ns(next_key(), now_ns),
             expected_allowed,
             "{}: check {index} after the benchmark had the wrong outcome",
             S::NAME
@@ -175,8 +248,8 @@ fn bench_present_keys<S: Subject>(
     );
 }
 
-fn hot_key_case<S: Subject>(group: &mut Group<'_>) {
-    let subject = S::build(Quota::Generous, SMALL_TABLE_CAPACITY);
+fn hot_key_case<S: KeyedSubject>(group: &mut Group<'_>) {
+    let subject = S::build(&KeyedQuota::Generous.spec(), SMALL_TABLE_CAPACITY);
     prefill(&subject, [HOT_KEY].into_iter(), 0);
     bench_present_keys(group, &subject, || HOT_KEY, true);
 }
@@ -188,8 +261,11 @@ fn hot_key(c: &mut Criterion) {
     group.finish();
 }
 
-fn rotate_100k_case<S: Subject>(group: &mut Group<'_>) {
-    let subject = S::build(Quota::ManyKeysStayLive, capacity_for(ROTATE_KEYS));
+fn rotate_100k_case<S: KeyedSubject>(group: &mut Group<'_>) {
+    let subject = S::build(
+        &KeyedQuota::ManyKeysStayLive.spec(),
+        capacity_for(ROTATE_KEYS),
+    );
     prefill(&subject, 0..ROTATE_KEYS, 0);
     let mut next = 0u64;
     bench_present_keys(
@@ -214,8 +290,11 @@ fn rotate_100k(c: &mut Criterion) {
     group.finish();
 }
 
-fn random_1m_case<S: Subject>(group: &mut Group<'_>, sequence: &[u64]) {
-    let subject = S::build(Quota::ManyKeysStayLive, capacity_for(RANDOM_KEYS));
+fn random_1m_case<S: KeyedSubject>(group: &mut Group<'_>, sequence: &[u64]) {
+    let subject = S::build(
+        &KeyedQuota::ManyKeysStayLive.spec(),
+        capacity_for(RANDOM_KEYS),
+    );
     prefill(&subject, 0..RANDOM_KEYS, 0);
     let mask = sequence.len() - 1;
     let mut index = 0usize;
@@ -239,7 +318,7 @@ fn random_1m(c: &mut Criterion) {
     for (name, bytes) in [
         (
             "nanolimit_hashed",
-            KeyedLimiter::<u64, Gcra>::builder(Quota::Generous.nanolimit())
+            KeyedLimiter::<u64, Gcra>::builder(KeyedQuota::Generous.spec().gcra())
                 .capacity(capacity_for(RANDOM_KEYS))
                 .build()
                 .expect("valid table")
@@ -247,7 +326,7 @@ fn random_1m(c: &mut Criterion) {
         ),
         (
             "nanolimit_exact",
-            KeyedLimiter::<u64, Gcra>::builder(Quota::Generous.nanolimit())
+            KeyedLimiter::<u64, Gcra>::builder(KeyedQuota::Generous.spec().gcra())
                 .capacity(capacity_for(RANDOM_KEYS))
                 .exact_keys()
                 .build()
@@ -266,8 +345,8 @@ fn random_1m(c: &mut Criterion) {
     group.finish();
 }
 
-fn denied_case<S: Subject>(group: &mut Group<'_>) {
-    let subject = S::build(Quota::OnePerHour, SMALL_TABLE_CAPACITY);
+fn denied_case<S: KeyedSubject>(group: &mut Group<'_>) {
+    let subject = S::build(&KeyedQuota::OnePerHour.spec(), SMALL_TABLE_CAPACITY);
     prefill(&subject, [HOT_KEY].into_iter(), 0);
     bench_present_keys(group, &subject, || HOT_KEY, false);
 }
@@ -293,8 +372,8 @@ fn denied(c: &mut Criterion) {
 ///   `retain_recent` once it exceeds [`NEW_KEY_TABLE_CAPACITY`] keys: what its users run
 ///   periodically. The sweep keeps the map's allocation, so after the first samples the timed
 ///   inserts no longer pay for growth (favourable to governor).
-fn new_key_each_call_case<S: Subject>(group: &mut Group<'_>) {
-    let subject = S::build(Quota::Generous, NEW_KEY_TABLE_CAPACITY);
+fn new_key_each_call_case<S: KeyedSubject>(group: &mut Group<'_>) {
+    let subject = S::build(&KeyedQuota::Generous.spec(), NEW_KEY_TABLE_CAPACITY);
     let first_key = 1u64 << 40;
     let mut next_key = first_key;
     let mut now_ns = 0u64;
@@ -306,7 +385,7 @@ fn new_key_each_call_case<S: Subject>(group: &mut Group<'_>) {
             for _ in 0..iterations {
                 now_ns += CALLER_TIME_STEP_NS;
                 next_key += 1;
-                denied_calls += u64::from(!subject.check(black_box(next_key), now_ns));
+                denied_calls += u64::from(!subject.check_at_caller_ns(black_box(next_key), now_ns));
             }
             let elapsed = start.elapsed();
             subject.sweep();
@@ -335,7 +414,7 @@ fn new_key_each_call_case<S: Subject>(group: &mut Group<'_>) {
 /// its candidates and is allowed untracked. This is the cost of a key flood once the table is
 /// full.
 fn new_key_full_table_allow(group: &mut Group<'_>) {
-    let limiter = KeyedLimiter::<u64, Gcra>::builder(Quota::OnePerHour.nanolimit())
+    let limiter = KeyedLimiter::<u64, Gcra>::builder(KeyedQuota::OnePerHour.spec().gcra())
         .capacity(NEW_KEY_TABLE_CAPACITY)
         .when_full(WhenFull::Allow)
         .build()
@@ -343,7 +422,7 @@ fn new_key_full_table_allow(group: &mut Group<'_>) {
     // Twice the slots: every slot gets a live key, then new keys start being left untracked.
     let fill_keys = 2 * limiter.slots() as u64;
     for key in 0..fill_keys {
-        assert!(limiter.check_key(&key).is_allowed(), "fill key {key}");
+        assert!(limiter.check(&key).is_allowed(), "fill key {key}");
     }
     let filled = limiter.stats();
     assert!(filled.untracked_new_keys > 0, "the table did not fill up");
@@ -352,11 +431,7 @@ fn new_key_full_table_allow(group: &mut Group<'_>) {
     group.bench_function("nanolimit_hashed_full_table_allow", |b| {
         b.iter(|| {
             next_key += 1;
-            black_box(
-                black_box(&limiter)
-                    .check_key(&black_box(next_key))
-                    .is_allowed(),
-            )
+            black_box(black_box(&limiter).check(&black_box(next_key)).is_allowed())
         })
     });
     let stats = limiter.stats();
@@ -405,7 +480,7 @@ impl Overlap {
 /// barrier. Returns the wall time from the first thread's start to the last thread's end, and
 /// adds it and the threads' on-CPU time to `overlap`. Each thread's caller clock starts at
 /// `first_now_ns`.
-fn run_threads<S: Subject>(
+fn run_threads<S: KeyedSubject>(
     subject: &S,
     threads: u64,
     calls: u64,
@@ -428,7 +503,9 @@ fn run_threads<S: Subject>(
                     for call in 0..thread_calls {
                         now_ns += CALLER_TIME_STEP_NS;
                         let key = key_base | (call & (KEYS_PER_THREAD - 1));
-                        allowed += u64::from(black_box(subject).check(black_box(key), now_ns));
+                        allowed += u64::from(
+                            black_box(subject).check_at_caller_ns(black_box(key), now_ns),
+                        );
                     }
                     let end = Instant::now();
                     let on_cpu_ns = on_cpu_start_ns
@@ -459,9 +536,9 @@ fn run_threads<S: Subject>(
     wall
 }
 
-fn two_threads_case<S: Subject>(group: &mut Group<'_>) {
+fn two_threads_case<S: KeyedSubject>(group: &mut Group<'_>) {
     for (threads, label) in [(1u64, "one_thread"), (2, "two_threads")] {
-        let subject = S::build(Quota::ManyKeysStayLive, SMALL_TABLE_CAPACITY);
+        let subject = S::build(&KeyedQuota::ManyKeysStayLive.spec(), SMALL_TABLE_CAPACITY);
         let keys = (0..2u64).flat_map(|thread| (0..KEYS_PER_THREAD).map(move |i| thread << 32 | i));
         prefill(&subject, keys, 0);
         // The caller clock keeps moving forward from one sample to the next.

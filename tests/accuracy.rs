@@ -1,5 +1,5 @@
 //! Long simulated runs under saturation (far more offered than the quota admits), on simulated
-//! time (`_at(now_ns)` readings), measuring what the limiter admitted against the quota.
+//! time (caller-supplied [`Timestamp`]s), measuring what the limiter admitted against the quota.
 //!
 //! - GCRA, from 1 per day to 16·10^9 per second, and byte rates up to 100 Gbit/s
 //!   (12.5·10^9 bytes/s) with packet-sized costs: over a long run the admitted amount is
@@ -13,9 +13,11 @@
 //!   the unrounded weighted count is within one unit above it.
 //!
 //! To stay fast, time jumps in big steps and each arrival drains what is available with one
-//! large `check_n` (the decision's `remaining` says how much; the next unit is then denied).
+//! large check (the decision's `remaining` says how much; the next unit is then denied).
 
-use nanolimit::{FixedWindow, Gcra, Limiter, ManualClock, SlidingWindow};
+use nanolimit::{
+    Decision, FixedWindow, Gcra, Limiter, ManualClock, Quota, Request, SlidingWindow, Timestamp,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
@@ -27,11 +29,26 @@ const YEAR_NS: u64 = 365 * DAY_NS;
 /// The largest deviation allowed: 0.01 % = 100 ppm.
 const MAX_DEVIATION_PPM: f64 = 100.0;
 
+/// Checks `cost` at `now_ns` (a cost the quota admits at once).
+fn check_cost_at<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
+    cost: u64,
+    now_ns: u64,
+) -> Decision<Q> {
+    let now = Timestamp::from_ns(now_ns).unwrap();
+    limiter.check_with(Request::cost(cost).at(now)).unwrap()
+}
+
+/// Checks one unit at `now_ns`.
+fn check_at<Q: Quota>(limiter: &Limiter<Q, ManualClock>, now_ns: u64) -> Decision<Q> {
+    limiter.check_at(Timestamp::from_ns(now_ns).unwrap())
+}
+
 /// How a saturating client offers traffic.
 #[derive(Debug, Clone, Copy)]
 enum Offer {
-    /// At each arrival, take everything available: `check_n(remaining)`, then one more unit,
-    /// which must be denied.
+    /// At each arrival, take everything available: a check of the whole burst, or of what
+    /// remains, then one more unit, which must be denied.
     Drain,
     /// At each arrival, one packet of this many units (bytes).
     Packets(u64),
@@ -62,32 +79,32 @@ fn simulate_gcra(run: &GcraRun, seed: u64) -> (u128, u128, u128) {
     loop {
         match run.offer {
             Offer::Drain => {
-                let burst = quota.burst();
-                let first = limiter.check_n_at(burst, now).unwrap();
+                let burst = quota.limit();
+                let first = check_cost_at(&limiter, burst, now);
                 offered += burst as u128;
                 if first.is_allowed() {
                     admitted += burst as u128;
                 } else if first.remaining() > 0 {
                     let rest = first.remaining();
-                    assert!(limiter.check_n_at(rest, now).unwrap().is_allowed());
+                    assert!(check_cost_at(&limiter, rest, now).is_allowed());
                     admitted += rest as u128;
                 }
                 assert!(
-                    limiter.check_at(now).is_denied(),
+                    check_at(&limiter, now).is_denied(),
                     "{}: not drained",
                     run.name
                 );
             }
             Offer::Packets(size) => {
                 offered += size as u128;
-                if limiter.check_n_at(size, now).unwrap().is_allowed() {
+                if check_cost_at(&limiter, size, now).is_allowed() {
                     admitted += size as u128;
                 }
             }
             Offer::RandomPackets(smallest, largest) => {
                 let size = rng.gen_range(smallest..=largest);
                 offered += size as u128;
-                if limiter.check_n_at(size, now).unwrap().is_allowed() {
+                if check_cost_at(&limiter, size, now).is_allowed() {
                     admitted += size as u128;
                 }
             }
@@ -99,7 +116,7 @@ fn simulate_gcra(run: &GcraRun, seed: u64) -> (u128, u128, u128) {
     }
     let period = quota.period().as_nanos();
     let allowed_numerator =
-        quota.burst() as u128 * period + quota.count() as u128 * run.duration_ns as u128;
+        quota.limit() as u128 * period + quota.count() as u128 * run.duration_ns as u128;
     // Saturation: far more was offered than the quota allows.
     assert!(
         offered * period > 2 * allowed_numerator,
@@ -116,7 +133,7 @@ fn deviation_ppm(admitted: u128, numerator: u128, denominator: u128) -> f64 {
 
 fn gcra_runs() -> Vec<GcraRun> {
     let quota = |count: u64, period_ns: u64, burst: u64| {
-        Gcra::new(count, period_ns)
+        Gcra::new(count, Duration::from_nanos(period_ns))
             .unwrap()
             .with_burst(burst)
             .unwrap()
@@ -269,8 +286,8 @@ struct WindowRun {
 /// `final_stretch_ns` nanoseconds of every window (at a random time there), each taking
 /// everything available. After every drained arrival, `after_drain` gets the client's own counts:
 /// (window number from the first, elapsed ns, previous window's count, this window's).
-fn simulate_windows<A: nanolimit::Algorithm>(
-    limiter: &Limiter<A, ManualClock>,
+fn simulate_windows<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
     window_ns: u64,
     windows: u64,
     max_gap_ns: u64,
@@ -284,25 +301,25 @@ fn simulate_windows<A: nanolimit::Algorithm>(
     let mut now = first_window * window_ns + rng.gen_range(0..window_ns);
     let end = (first_window + windows) * window_ns;
     let mut counts = vec![0u64; windows as usize];
-    let capacity = limiter.policy().capacity();
+    let limit = limiter.quota().limit();
     let late_arrival = |rng: &mut StdRng, window_index: u64| {
         (window_index + 1) * window_ns - rng.gen_range(1..=final_stretch_ns)
     };
     let mut late = late_arrival(&mut rng, now / window_ns).max(now);
     while now < end {
         let window = now / window_ns - first_window;
-        let first = limiter.check_n_at(capacity, now).unwrap();
+        let first = check_cost_at(limiter, limit, now);
         let taken = if first.is_allowed() {
-            capacity
+            limit
         } else {
             let rest = first.remaining();
             if rest > 0 {
-                assert!(limiter.check_n_at(rest, now).unwrap().is_allowed());
+                assert!(check_cost_at(limiter, rest, now).is_allowed());
             }
             rest
         };
         counts[window as usize] += taken;
-        assert!(limiter.check_at(now).is_denied());
+        assert!(check_at(limiter, now).is_denied());
         let previous = if window > 0 {
             counts[window as usize - 1]
         } else {
@@ -321,7 +338,8 @@ fn simulate_windows<A: nanolimit::Algorithm>(
 
 #[test]
 fn fixed_windows_admit_exactly_the_limit_in_every_window() {
-    use nanolimit::fixed_window::{MAX_LIMIT, MIN_WINDOW_NS};
+    const MAX_LIMIT: u64 = FixedWindow::MAX_LIMIT;
+    const MIN_WINDOW_NS: u64 = FixedWindow::MIN_WINDOW.as_nanos() as u64;
     let cases = [
         (1, SECOND_NS),
         (10, SECOND_NS),
@@ -360,7 +378,7 @@ fn fixed_windows_admit_exactly_the_limit_in_every_window() {
         let mut counts = vec![0u64; windows as usize];
         let mut now = 0;
         while now < windows * window_ns {
-            if limiter.check_at(now).is_allowed() {
+            if check_at(&limiter, now).is_allowed() {
                 counts[(now / window_ns) as usize] += 1;
             }
             now += rng.gen_range(1..=window_ns / (4 * limit));
@@ -371,7 +389,8 @@ fn fixed_windows_admit_exactly_the_limit_in_every_window() {
 
 #[test]
 fn saturated_sliding_windows_admit_exactly_the_limit_in_every_window() {
-    use nanolimit::sliding_window::{MAX_LIMIT, MIN_WINDOW_NS};
+    const MAX_LIMIT: u64 = SlidingWindow::MAX_LIMIT;
+    const MIN_WINDOW_NS: u64 = SlidingWindow::MIN_WINDOW.as_nanos() as u64;
     let cases = [
         (1, SECOND_NS),
         (2, SECOND_NS),
@@ -445,8 +464,8 @@ fn assert_saturated(
 /// holds all the same.
 #[test]
 fn with_more_units_than_nanoseconds_per_window_a_share_never_rounds_to_zero() {
-    use nanolimit::sliding_window::{MAX_LIMIT, MIN_WINDOW_NS};
-    let (limit, window_ns) = (MAX_LIMIT, MIN_WINDOW_NS);
+    let limit = SlidingWindow::MAX_LIMIT;
+    let window_ns = SlidingWindow::MIN_WINDOW.as_nanos() as u64;
     let quota = SlidingWindow::new(limit, Duration::from_nanos(window_ns)).unwrap();
     let limiter = Limiter::with_clock(quota, ManualClock::new());
     let run = simulate_windows(

@@ -1,8 +1,10 @@
 //! Many threads hammering one direct limiter on a frozen [`ManualClock`]: nothing refills, so
-//! the limiter must admit exactly its capacity in total, however the compare-and-swap races
-//! turn out — no lost update (over-admission) and no lost capacity (under-admission).
+//! the limiter must admit exactly its limit in total, however the compare-and-swap races turn
+//! out — no lost update (over-admission) and no lost capacity (under-admission).
 
-use nanolimit::{Algorithm, FixedWindow, Gcra, Limiter, ManualClock, SlidingWindow};
+use nanolimit::{
+    FixedWindow, Gcra, Limiter, ManualClock, Quota, Request, SlidingWindow, Timestamp,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Barrier;
@@ -10,24 +12,25 @@ use std::time::Duration;
 
 const SECOND_NS: u64 = 1_000_000_000;
 const THREAD_COUNTS: [usize; 3] = [2, 4, 8];
-const CAPACITY: u64 = 1_000_000;
+const LIMIT: u64 = 1_000_000;
 
 /// Readings frozen in the middle of a window (and far from the origin).
 const FROZEN_AT_NS: u64 = 1_234 * SECOND_NS + SECOND_NS / 2;
 
+fn frozen_at() -> Timestamp {
+    Timestamp::from_ns(FROZEN_AT_NS).unwrap()
+}
+
 fn gcra() -> Gcra {
-    Gcra::per_second(1_000)
-        .unwrap()
-        .with_burst(CAPACITY)
-        .unwrap()
+    Gcra::per_second(1_000).unwrap().with_burst(LIMIT).unwrap()
 }
 
 fn sliding_window() -> SlidingWindow {
-    SlidingWindow::new(CAPACITY, Duration::from_secs(1)).unwrap()
+    SlidingWindow::new(LIMIT, Duration::from_secs(1)).unwrap()
 }
 
 fn fixed_window() -> FixedWindow {
-    FixedWindow::new(CAPACITY, Duration::from_secs(1)).unwrap()
+    FixedWindow::new(LIMIT, Duration::from_secs(1)).unwrap()
 }
 
 /// Runs `work(thread_index)` on `threads` threads released together; returns their results.
@@ -50,10 +53,10 @@ fn on_threads<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> Vec<
     })
 }
 
-/// Unit checks until denied, on every thread: exactly the capacity is admitted in total.
-fn unit_checks_admit_exactly_the_capacity<A: Algorithm>(quota: A) {
+/// Unit checks until denied, on every thread: exactly the limit is admitted in total.
+fn unit_checks_admit_exactly_the_limit<Q: Quota>(quota: Q) {
     for threads in THREAD_COUNTS {
-        let clock = ManualClock::starting_at(FROZEN_AT_NS);
+        let clock = ManualClock::starting_at(frozen_at());
         let limiter = Limiter::with_clock(quota, clock);
         let admitted = on_threads(threads, |_| {
             let mut admitted = 0u64;
@@ -63,10 +66,7 @@ fn unit_checks_admit_exactly_the_capacity<A: Algorithm>(quota: A) {
             admitted
         });
         let total: u64 = admitted.iter().sum();
-        assert_eq!(
-            total, CAPACITY,
-            "{quota:?} on {threads} threads: {admitted:?}"
-        );
+        assert_eq!(total, LIMIT, "{quota:?} on {threads} threads: {admitted:?}");
         let after = limiter.check();
         assert!(after.is_denied());
         assert_eq!(after.remaining(), 0);
@@ -74,21 +74,21 @@ fn unit_checks_admit_exactly_the_capacity<A: Algorithm>(quota: A) {
 }
 
 /// Random costs on every thread, a bounded number of attempts each; then the admitted costs
-/// plus what is left must be exactly the capacity.
-fn random_costs_account_exactly<A: Algorithm>(quota: A) {
+/// plus what is left must be exactly the limit.
+fn random_costs_account_exactly<Q: Quota>(quota: Q) {
     for threads in THREAD_COUNTS {
-        let clock = ManualClock::starting_at(FROZEN_AT_NS);
+        let clock = ManualClock::starting_at(frozen_at());
         let limiter = Limiter::with_clock(quota, clock);
-        let largest_cost = CAPACITY / 500;
-        // About 1.5 × the capacity offered in total: the last attempts race for the remainder.
-        let attempts = (3 * CAPACITY / largest_cost) as usize / threads;
+        let largest_cost = LIMIT / 500;
+        // About 1.5 × the limit offered in total: the last attempts race for the remainder.
+        let attempts = (3 * LIMIT / largest_cost) as usize / threads;
         let results = on_threads(threads, |index| {
             let mut rng = StdRng::seed_from_u64(index as u64);
             let (mut offered, mut admitted) = (0u64, 0u64);
             for _ in 0..attempts {
                 let cost = rng.gen_range(1..=largest_cost);
                 offered += cost;
-                let decision = limiter.check_n(cost).unwrap();
+                let decision = limiter.check_with(Request::cost(cost)).unwrap();
                 if decision.is_allowed() {
                     admitted += cost;
                 } else {
@@ -100,22 +100,25 @@ fn random_costs_account_exactly<A: Algorithm>(quota: A) {
         });
         let offered: u64 = results.iter().map(|(offered, _)| offered).sum();
         let total: u64 = results.iter().map(|(_, admitted)| admitted).sum();
-        assert!(offered > CAPACITY);
-        assert!(total <= CAPACITY, "{quota:?}: {total} admitted");
+        assert!(offered > LIMIT);
+        assert!(total <= LIMIT, "{quota:?}: {total} admitted");
         // While at least the largest cost was left, every attempt had to pass.
         assert!(
-            total > CAPACITY - largest_cost,
-            "{quota:?}: {total} admitted of {CAPACITY}"
+            total > LIMIT - largest_cost,
+            "{quota:?}: {total} admitted of {LIMIT}"
         );
         // The final fill: exactly what was not admitted is left.
-        let left = CAPACITY - total;
+        let left = LIMIT - total;
         assert_eq!(
             limiter.peek().remaining(),
             left,
             "{quota:?} on {threads} threads"
         );
         if left > 0 {
-            assert!(limiter.check_n(left).unwrap().is_allowed());
+            assert!(limiter
+                .check_with(Request::cost(left))
+                .unwrap()
+                .is_allowed());
         }
         assert!(limiter.check().is_denied());
     }
@@ -123,17 +126,17 @@ fn random_costs_account_exactly<A: Algorithm>(quota: A) {
 
 #[test]
 fn gcra_admits_exactly_its_burst_across_threads() {
-    unit_checks_admit_exactly_the_capacity(gcra());
+    unit_checks_admit_exactly_the_limit(gcra());
 }
 
 #[test]
 fn sliding_window_admits_exactly_its_limit_across_threads() {
-    unit_checks_admit_exactly_the_capacity(sliding_window());
+    unit_checks_admit_exactly_the_limit(sliding_window());
 }
 
 #[test]
 fn fixed_window_admits_exactly_its_limit_across_threads() {
-    unit_checks_admit_exactly_the_capacity(fixed_window());
+    unit_checks_admit_exactly_the_limit(fixed_window());
 }
 
 #[test]

@@ -15,14 +15,29 @@
 //! intervals the due times are whole nanoseconds, and decisions and `remaining` agree exactly.
 
 use nanolimit::{
-    Algorithm, FixedWindow, Gcra, Limiter, ManualClock, SlidingWindow, TIME_HORIZON_NS,
+    Decision, FixedWindow, Gcra, Limiter, ManualClock, Quota, Request, RequestError, SlidingWindow,
+    Timestamp,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use std::time::Duration;
 
 /// Schedules stop here, half the time horizon (about 9 years).
-const LATEST_NS: u64 = TIME_HORIZON_NS / 2;
+const LATEST_NS: u64 = Timestamp::HORIZON.as_ns() / 2;
+
+/// Checks `cost` at `now_ns`: a decision, or the error of a cost above the limit.
+fn check_cost_at<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
+    cost: u64,
+    now_ns: u64,
+) -> Result<Decision<Q>, RequestError> {
+    limiter.check_with(Request::cost(cost).at(Timestamp::from_ns(now_ns).unwrap()))
+}
+
+/// The reading `now_ns` nanoseconds after the clock's origin.
+fn at(now_ns: u64) -> Timestamp {
+    Timestamp::from_ns(now_ns).unwrap()
+}
 
 /// A fixed seed keeps CI deterministic; set `PROPTEST_RNG_SEED` to explore other cases.
 fn config(cases: u32) -> Config {
@@ -59,15 +74,15 @@ fn schedules() -> impl Strategy<Value = (u64, Vec<RawRequest>)> {
     )
 }
 
-/// A random cost: mostly valid (1..=capacity), sometimes 0 or just above the capacity.
-fn cost_of(request: &RawRequest, capacity: u64) -> u64 {
+/// A random cost: mostly valid (1..=limit), sometimes 0 or just above the limit.
+fn cost_of(request: &RawRequest, limit: u64) -> u64 {
     match request.cost_kind {
         0 => 0,
-        1 => capacity + 1,
+        1 => limit + 1,
         2 | 3 => 1,
-        4 => capacity,
-        5..=9 => 1 + request.cost_random % capacity.div_ceil(16),
-        _ => 1 + request.cost_random % capacity,
+        4 => limit,
+        5..=9 => 1 + request.cost_random % limit.div_ceil(16),
+        _ => 1 + request.cost_random % limit,
     }
 }
 
@@ -126,7 +141,7 @@ impl GcraModel {
         GcraModel {
             count: quota.count() as u128,
             period: quota.period().as_nanos(),
-            burst: quota.burst() as u128,
+            burst: quota.limit() as u128,
             tat: 0,
         }
     }
@@ -165,7 +180,7 @@ fn check_gcra_against_model(
 ) -> Result<u32, TestCaseError> {
     let limiter = Limiter::with_clock(quota, ManualClock::new());
     let mut model = GcraModel::new(&quota);
-    let burst = quota.burst();
+    let burst = quota.limit();
     let interval_ns = (quota.period().as_nanos() / quota.count() as u128).max(1) as u64;
     let span_ns = interval_ns.saturating_mul(burst).min(1 << 50);
     let mut now = start_ns;
@@ -176,7 +191,7 @@ fn check_gcra_against_model(
             break;
         }
         let cost = cost_of(request, burst);
-        let Ok(decision) = limiter.check_n_at(cost, now) else {
+        let Ok(decision) = check_cost_at(&limiter, cost, now) else {
             prop_assert!(cost > burst, "cost {} within the burst was refused", cost);
             continue;
         };
@@ -252,7 +267,7 @@ fn whole_nanosecond_gcra_quotas() -> impl Strategy<Value = Gcra> {
         prop_oneof![Just(1u64), 1u64..=64, 1u64..=100_000],
     )
         .prop_filter_map("valid quota", |(interval_ns, count, burst)| {
-            Gcra::new(count, interval_ns * count)
+            Gcra::new(count, Duration::from_nanos(interval_ns * count))
                 .ok()?
                 .with_burst(burst)
                 .ok()
@@ -277,7 +292,10 @@ fn any_gcra_quotas() -> impl Strategy<Value = Gcra> {
             // Counts spread over orders of magnitude, up to 16 per nanosecond.
             let max_count = period_ns.saturating_mul(16).min(1 << 44);
             let count = 1 + ((random % max_count) >> shift);
-            Gcra::new(count, period_ns).ok()?.with_burst(burst).ok()
+            Gcra::new(count, Duration::from_nanos(period_ns))
+                .ok()?
+                .with_burst(burst)
+                .ok()
         });
     prop_oneof![
         4 => generated,
@@ -286,7 +304,7 @@ fn any_gcra_quotas() -> impl Strategy<Value = Gcra> {
             Just(Gcra::per_second(16_000_000_000).unwrap().with_burst(100).unwrap()),
             Just(Gcra::per_second(3).unwrap()),
             Just(Gcra::per_minute(7).unwrap().with_burst(2).unwrap()),
-            Just(Gcra::new(7, 3).unwrap().with_burst(20).unwrap()),
+            Just(Gcra::new(7, Duration::from_nanos(3)).unwrap().with_burst(20).unwrap()),
             Just(Gcra::per_day(1).unwrap()),
         ],
     ]
@@ -324,10 +342,10 @@ fn gcra_admits_a_request_at_most_one_tick_early() {
         .unwrap();
     let limiter = Limiter::with_clock(quota, ManualClock::new());
     let mut model = GcraModel::new(&quota);
-    assert!(limiter.check_n_at(100, 1).unwrap().is_allowed());
+    assert!(check_cost_at(&limiter, 100, 1).unwrap().is_allowed());
     model.tat = model.judge(1, 100).0;
     let mut admitted = 0;
-    while limiter.check_at(2).is_allowed() {
+    while limiter.check_at(at(2)).is_allowed() {
         admitted += 1;
     }
     let mut model_admitted = 0;
@@ -343,7 +361,7 @@ fn gcra_admits_a_request_at_most_one_tick_early() {
     assert!(model.within_one_tick(deficit, 2));
     // Over whole nanoseconds nothing is gained: at 3 ns both have admitted 12.5 per ns.
     let mut admitted_at_3 = 0;
-    while limiter.check_at(3).is_allowed() {
+    while limiter.check_at(at(3)).is_allowed() {
         admitted_at_3 += 1;
     }
     assert_eq!(100 + admitted + admitted_at_3, 100 + 25);
@@ -437,9 +455,14 @@ impl SlidingModel {
     }
 }
 
-/// Keeps the distance from the last stored window within the documented wrap margin
-/// (`margin` = 2^24 resp. 2^40 − BACKWARD_WINDOWS − 1 windows): beyond it a stored index may
-/// alias, as documented.
+/// Keeps the distance from the last stored window within the documented wrap margin (`margin`
+/// = the index wrap, 2^24 resp. 2^40, less the quota's `backward_windows()`, less one): beyond
+/// it a stored index may alias, as documented.
+/// The documented modulus of the sliding window's stored index.
+const SLIDING_INDEX_WRAP: u64 = 1 << 24;
+/// The documented modulus of the fixed window's stored index.
+const FIXED_INDEX_WRAP: u64 = 1 << 40;
+
 fn clamp_to_wrap_margin(now_ns: u64, stored_index: u64, window_ns: u64, margin: u64) -> u64 {
     now_ns.min((stored_index + margin + 1).saturating_mul(window_ns) - 1)
 }
@@ -449,7 +472,6 @@ fn check_sliding_against_model(
     start_ns: u64,
     requests: &[RawRequest],
 ) -> Result<(), TestCaseError> {
-    use nanolimit::sliding_window::{BACKWARD_WINDOWS, WINDOW_INDEX_MASK};
     let limiter = Limiter::with_clock(quota, ManualClock::new());
     let window_ns = quota.window().as_nanos() as u64;
     let limit = quota.limit();
@@ -460,7 +482,7 @@ fn check_sliding_against_model(
         previous: 0,
         current: 0,
     };
-    let margin = WINDOW_INDEX_MASK - BACKWARD_WINDOWS;
+    let margin = SLIDING_INDEX_WRAP - 1 - quota.backward_windows();
     let unit_ns = (window_ns / limit).max(1);
     let mut now = start_ns;
     for request in requests {
@@ -470,7 +492,7 @@ fn check_sliding_against_model(
             break;
         }
         let cost = cost_of(request, limit);
-        let Ok(decision) = limiter.check_n_at(cost, now) else {
+        let Ok(decision) = check_cost_at(&limiter, cost, now) else {
             prop_assert!(cost > limit);
             continue;
         };
@@ -489,7 +511,7 @@ fn check_sliding_against_model(
         }
         prop_assert_eq!(decision.remaining() as u128, model.remaining(now));
         prop_assert_eq!(
-            quota.is_fresh(decision.state_word(), quota.instant(now)),
+            quota.is_fresh(decision.state_word(), quota.instant(at(now))),
             model.is_fresh(now)
         );
         // Reset: the full limit again (the previous share may have rounded down to 0 before
@@ -507,7 +529,8 @@ fn check_sliding_against_model(
 }
 
 fn sliding_window_quotas() -> impl Strategy<Value = SlidingWindow> {
-    use nanolimit::sliding_window::{MAX_LIMIT, MIN_WINDOW_NS};
+    const MAX_LIMIT: u64 = SlidingWindow::MAX_LIMIT;
+    const MIN_WINDOW_NS: u64 = SlidingWindow::MIN_WINDOW.as_nanos() as u64;
     let window_ns = prop_oneof![
         Just(MIN_WINDOW_NS),
         Just(1_000_000_000u64),
@@ -551,7 +574,6 @@ fn check_fixed_against_model(
     start_ns: u64,
     requests: &[RawRequest],
 ) -> Result<(), TestCaseError> {
-    use nanolimit::fixed_window::{BACKWARD_WINDOWS, WINDOW_INDEX_MASK};
     let limiter = Limiter::with_clock(quota, ManualClock::new());
     let window_ns = quota.window().as_nanos() as u64;
     let limit = quota.limit();
@@ -561,7 +583,7 @@ fn check_fixed_against_model(
         index: 0,
         count: 0,
     };
-    let margin = WINDOW_INDEX_MASK - BACKWARD_WINDOWS;
+    let margin = FIXED_INDEX_WRAP - 1 - quota.backward_windows();
     let unit_ns = (window_ns / limit).max(1);
     let mut now = start_ns;
     for request in requests {
@@ -571,7 +593,7 @@ fn check_fixed_against_model(
             break;
         }
         let cost = cost_of(request, limit);
-        let Ok(decision) = limiter.check_n_at(cost, now) else {
+        let Ok(decision) = check_cost_at(&limiter, cost, now) else {
             prop_assert!(cost > limit);
             continue;
         };
@@ -603,7 +625,8 @@ fn check_fixed_against_model(
 }
 
 fn fixed_window_quotas() -> impl Strategy<Value = FixedWindow> {
-    use nanolimit::fixed_window::{MAX_LIMIT, MIN_WINDOW_NS};
+    const MAX_LIMIT: u64 = FixedWindow::MAX_LIMIT;
+    const MIN_WINDOW_NS: u64 = FixedWindow::MIN_WINDOW.as_nanos() as u64;
     let window_ns = prop_oneof![
         Just(MIN_WINDOW_NS),
         MIN_WINDOW_NS..=1_000_000,

@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_distr::Zipf;
 use std::sync::Arc;
 
-/// The key every thread checks in keyed-hot.
+/// The key every thread checks in keyed-hot, and thread 0 in keyed-hot-under-flood.
 pub const HOT_KEY: u64 = 0x00C0_FFEE;
 /// Keys of each thread in keyed-spread (a power of two).
 pub const SPREAD_KEYS_PER_THREAD: u64 = 1024;
@@ -169,6 +169,48 @@ impl KeySource for FloodKeys {
     }
 }
 
+/// keyed-hot-under-flood: thread 0 (the measured thread) checks the hot key [`HOT_KEY`] on every
+/// call; every other thread checks a new key on every call (thread index in the high bits, a
+/// counter in the low bits, as in keyed-flood), never the hot key.
+pub enum HotUnderFloodKeys {
+    /// Thread 0.
+    Hot,
+    /// Threads 1 and up.
+    Flood {
+        /// This thread's high bits.
+        base: u64,
+        /// Keys checked so far.
+        counter: u64,
+    },
+}
+
+impl HotUnderFloodKeys {
+    /// Thread `thread_index`'s keys.
+    pub fn new(thread_index: usize) -> Self {
+        if thread_index == 0 {
+            HotUnderFloodKeys::Hot
+        } else {
+            HotUnderFloodKeys::Flood {
+                base: (thread_index as u64) << 40,
+                counter: 0,
+            }
+        }
+    }
+}
+
+impl KeySource for HotUnderFloodKeys {
+    #[inline]
+    fn next_key(&mut self) -> (u64, bool) {
+        match self {
+            HotUnderFloodKeys::Hot => (HOT_KEY, false),
+            HotUnderFloodKeys::Flood { base, counter } => {
+                *counter += 1;
+                (*base | *counter, false)
+            }
+        }
+    }
+}
+
 /// packet-loop: walks the flow numbers in order, from an offset per thread, each mapped through
 /// an odd multiplier (a permutation of `0..PACKET_FLOWS`) so that consecutive packets belong to
 /// unrelated flows.
@@ -207,6 +249,8 @@ pub enum KeyPattern {
     Zipf(Arc<Vec<Vec<u32>>>),
     /// keyed-flood (only the legitimate hot keys are counted).
     Flood,
+    /// keyed-hot-under-flood (only the hot key, thread 0's, is counted).
+    HotUnderFlood,
     /// packet-loop.
     Flows,
 }
@@ -224,11 +268,12 @@ fn add_walk(hits: &mut [u64], start: u64, operations: u64) {
 
 impl KeyPattern {
     /// How many times each key was checked, given each thread's operation count (for
-    /// keyed-flood: each legitimate hot key only).
+    /// keyed-flood: each legitimate hot key only; for keyed-hot-under-flood: the hot key only).
     pub fn hits_per_key(&self, operations_per_thread: &[u64]) -> Vec<u64> {
         let thread_count = operations_per_thread.len();
         match self {
             KeyPattern::Single => vec![operations_per_thread.iter().sum()],
+            KeyPattern::HotUnderFlood => vec![operations_per_thread.first().copied().unwrap_or(0)],
             KeyPattern::Spread => {
                 let mut hits = Vec::new();
                 for &operations in operations_per_thread {
@@ -284,12 +329,13 @@ impl KeyPattern {
         }
     }
 
-    /// Distinct keys offered (the CSV's `keys`): the key space, or for keyed-flood the new keys
-    /// plus the legitimate ones actually checked.
+    /// Distinct keys offered (the CSV's `keys`): the key space, for keyed-flood the new keys
+    /// plus the legitimate ones actually checked, for keyed-hot-under-flood the hot key (the one
+    /// whose calls are counted).
     pub fn distinct_keys(&self, operations_per_thread: &[u64]) -> u64 {
         let thread_count = operations_per_thread.len() as u64;
         match self {
-            KeyPattern::Single => 1,
+            KeyPattern::Single | KeyPattern::HotUnderFlood => 1,
             KeyPattern::Spread => SPREAD_KEYS_PER_THREAD * thread_count,
             KeyPattern::Rotate => ROTATE_KEYS,
             KeyPattern::Zipf(_) => ZIPF_KEYS,

@@ -66,16 +66,6 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// Operations of all threads in the measured phase.
-    pub fn measured_operations(&self) -> u64 {
-        self.threads.iter().map(|t| t.measured_operations).sum()
-    }
-
-    /// Admissions of all threads in the measured phase.
-    pub fn measured_allowed(&self) -> u64 {
-        self.threads.iter().map(|t| t.measured_allowed).sum()
-    }
-
     /// Admissions of all threads over the whole run.
     pub fn lifetime_allowed(&self) -> u64 {
         self.threads.iter().map(|t| t.lifetime_allowed).sum()

@@ -1,7 +1,7 @@
-//! One quota, expressed for every limiter under test, and what it admits at most over a run.
+//! The algorithms of the rows, the `ratelimit` crate's expression of a quota, and what a quota
+//! admits at most over a run.
 
-use nanolimit::{FixedWindow, Gcra, SlidingWindow};
-use std::num::NonZeroU32;
+use crate::quota_spec::QuotaSpec;
 use std::time::Duration;
 
 /// What a row's limiter does, as the CSV's `algorithm` column names it.
@@ -38,56 +38,17 @@ impl AlgorithmKind {
     }
 }
 
-/// A quota as a rate and a burst. The window algorithms get the same long-run rate with a
-/// window holding exactly one burst: `limit = burst` per `window = burst / rate`.
-#[derive(Debug, Clone, Copy)]
-pub struct QuotaSpec {
-    /// Long-run admissions per second.
-    pub per_second: u64,
-    /// Admissions a fresh state allows at once (GCRA burst, bucket size, limit per window).
-    pub burst: u64,
-}
-
+/// What the contention benchmark needs of a quota beyond building the limiters (which
+/// `benches/shared/quota_spec.rs` does for nanolimit and governor).
 impl QuotaSpec {
-    /// `burst / per_second`: the window of the window algorithms.
-    pub fn window(&self) -> Duration {
-        Duration::from_nanos(self.burst * 1_000_000_000 / self.per_second)
-    }
-
-    /// `1 / per_second`: governor's replenish interval.
-    fn emission_interval(&self) -> Duration {
-        Duration::from_nanos(1_000_000_000 / self.per_second)
-    }
-
-    /// nanolimit GCRA.
-    pub fn gcra(&self) -> Gcra {
-        Gcra::per_second(self.per_second)
-            .and_then(|quota| quota.with_burst(self.burst))
-            .expect("valid GCRA quota")
-    }
-
-    /// nanolimit sliding window.
-    pub fn sliding_window(&self) -> SlidingWindow {
-        SlidingWindow::new(self.burst, self.window()).expect("valid sliding-window quota")
-    }
-
-    /// nanolimit fixed window.
-    pub fn fixed_window(&self) -> FixedWindow {
-        FixedWindow::new(self.burst, self.window()).expect("valid fixed-window quota")
-    }
-
-    /// governor's quota (GCRA: one cell per emission interval, bursts of `burst`).
-    pub fn governor(&self) -> governor::Quota {
-        let burst = NonZeroU32::new(u32::try_from(self.burst).expect("burst fits u32"))
-            .expect("burst is not zero");
-        governor::Quota::with_period(self.emission_interval())
-            .expect("period is not zero")
-            .allow_burst(burst)
-    }
-
     /// The `ratelimit` crate's token bucket (version 2), starting full.
     pub fn ratelimit(&self) -> ratelimit::Ratelimiter {
-        ratelimit::Ratelimiter::builder(self.per_second)
+        assert_eq!(
+            self.period,
+            Duration::from_secs(1),
+            "the ratelimit crate takes a rate per second"
+        );
+        ratelimit::Ratelimiter::builder(self.count)
             .max_tokens(self.burst)
             .initial_available(self.burst)
             .build()
@@ -111,7 +72,7 @@ impl QuotaSpec {
         match algorithm {
             AlgorithmKind::FixedWindow => burst * (windows.floor() + 1.0),
             AlgorithmKind::SlidingWindow => burst * windows.max(1.0),
-            _ => self.per_second as f64 * seconds + burst,
+            _ => self.rate_per_second() * seconds + burst,
         }
     }
 

@@ -12,7 +12,8 @@ pub const CSV_HEADER: &str =
 /// Admissions compared with what the policy allows.
 #[derive(Debug, Clone)]
 pub struct Accuracy {
-    /// What was counted: "all" requests, or the "legit" hot keys of keyed-flood.
+    /// What was counted: "all" requests, the "legit" hot keys of keyed-flood, or the "hot" key
+    /// of keyed-hot-under-flood.
     pub subject: &'static str,
     /// Requests admitted over the limiter's life (warm-up included: the state carries over).
     pub admitted: u64,
@@ -49,12 +50,18 @@ pub struct Row {
     pub algorithm: &'static str,
     /// Threads running the loop.
     pub threads: usize,
+    /// Threads whose calls `operations` and `allowed` count: all of them, except in
+    /// keyed-hot-under-flood (1: the hot thread; the flood is not counted).
+    pub counted_threads: usize,
     /// Distinct keys offered (0 for floors).
     pub keys: u64,
-    /// Operations of all threads in the measured phase.
+    /// Operations of the counted threads in the measured phase.
     pub operations: u64,
-    /// Allowed operations in the measured phase.
+    /// Allowed operations of the counted threads in the measured phase.
     pub allowed: u64,
+    /// Calls per second of the threads not counted (keyed-hot-under-flood's flood), where there
+    /// are such threads.
+    pub flood_calls_per_second: Option<f64>,
     /// Measured wall time, seconds.
     pub wall_seconds: f64,
     /// Accuracy, where a quota applies.
@@ -64,18 +71,18 @@ pub struct Row {
 }
 
 impl Row {
-    /// Wall time / all threads' operations.
+    /// Wall time / the counted threads' operations.
     pub fn aggregate_ns_per_op(&self) -> f64 {
         self.wall_seconds * 1e9 / self.operations.max(1) as f64
     }
 
-    /// Wall time / one thread's operations (averaged over threads): the latency of one call as
-    /// its caller sees it.
+    /// Wall time / one counted thread's operations (averaged over them): the latency of one
+    /// call as its caller sees it.
     pub fn ns_per_op(&self) -> f64 {
-        self.aggregate_ns_per_op() * self.threads as f64
+        self.aggregate_ns_per_op() * self.counted_threads as f64
     }
 
-    /// Millions of operations per second, all threads together.
+    /// Millions of operations per second, the counted threads together.
     pub fn mops_per_second(&self) -> f64 {
         self.operations as f64 / self.wall_seconds / 1e6
     }
@@ -238,9 +245,21 @@ pub fn print_table(
                 .map_or("-".to_string(), |(floor, _)| {
                     format!("{:.1}x", row.ns_per_op() / floor)
                 });
+            let flood = match row.flood_calls_per_second {
+                Some(calls_per_second) if row.threads > row.counted_threads => {
+                    let flood_threads = row.threads - row.counted_threads;
+                    format!(
+                        "; flood {:.2} M calls/s by {flood_threads} thread{} (not counted)",
+                        calls_per_second / 1e6,
+                        if flood_threads == 1 { "" } else { "s" },
+                    )
+                }
+                Some(_) => "; no flood (baseline)".to_string(),
+                None => String::new(),
+            };
             writeln!(
                 out,
-                "{:>7}  {:<14} {:<15} {:>9} {:>11.2} {:>11.2} {:>8.1} {:>8} {:>9} {:>8.3}%  {}",
+                "{:>7}  {:<14} {:<15} {:>9} {:>11.2} {:>11.2} {:>8.1} {:>8} {:>9} {:>8.3}%  {}{}",
                 row.threads,
                 row.limiter,
                 row.algorithm,
@@ -252,6 +271,7 @@ pub fn print_table(
                 versus_floor,
                 row.allowed_fraction() * 100.0,
                 accuracy_cell(&row.accuracy),
+                flood,
             )?;
         }
         if let Some((floor_per_thread, _)) = floor_at(rows, scenario, 1) {

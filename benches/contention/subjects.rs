@@ -1,11 +1,14 @@
 //! The limiters under test, behind two small traits so that one generic loop drives them all
-//! (monomorphised: no dynamic dispatch in the measured loop), plus the floor operations.
+//! (monomorphised: no dynamic dispatch in the measured loop), plus the floor operations: direct
+//! limiters behind [`DirectSubject`], keyed ones behind the [`KeyedSubject`] trait every keyed
+//! benchmark shares (`benches/shared/keyed_subjects.rs`), which nanolimit's and governor's keyed
+//! limiters implement there and the mutex-hashmap here.
 
-use crate::keyed_nanolimit::NanolimitKeyed;
+use crate::keyed_subjects::{unbounded_map_report, KeyedSubject};
 use crate::measure::{Outcome, Worker, ALLOWED, LEGITIMATE_ALLOWED};
-use crate::quotas::QuotaSpec;
+use crate::quota_spec::QuotaSpec;
 use crossbeam_utils::CachePadded;
-use nanolimit::{Algorithm, Clock, QuantaClock};
+use nanolimit::{Clock, QuantaClock, Quota};
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,7 +21,7 @@ pub trait DirectSubject: Sync {
     fn check(&self) -> bool;
 }
 
-impl<A: Algorithm> DirectSubject for nanolimit::Limiter<A> {
+impl<Q: Quota> DirectSubject for nanolimit::Limiter<Q> {
     #[inline]
     fn check(&self) -> bool {
         nanolimit::Limiter::check(self).is_allowed()
@@ -39,82 +42,6 @@ impl DirectSubject for ratelimit::Ratelimiter {
     }
 }
 
-/// A limiter with one state per key.
-pub trait KeyedSubject: Sync {
-    /// A reading of the limiter's clock, for callers that check several keys at one time.
-    type Timestamp: Copy;
-
-    /// One unit-cost check of `key` against the limiter's own clock.
-    fn check_key(&self, key: u64) -> bool;
-
-    /// Reads the clock the limiter uses.
-    fn timestamp(&self) -> Self::Timestamp;
-
-    /// One unit-cost check of `key` at a time the caller read earlier.
-    fn check_key_at(&self, key: u64, now: Self::Timestamp) -> bool;
-
-    /// A line about the limiter's state after the run (keys held, table statistics).
-    fn state_report(&self) -> String;
-
-    /// When the limiter's clock reads zero, where it has windows aligned to it.
-    fn clock_origin(&self) -> Option<Instant> {
-        None
-    }
-}
-
-impl<A: Algorithm> KeyedSubject for NanolimitKeyed<A> {
-    type Timestamp = u64;
-
-    #[inline]
-    fn check_key(&self, key: u64) -> bool {
-        NanolimitKeyed::check_key(self, key)
-    }
-
-    #[inline]
-    fn timestamp(&self) -> u64 {
-        self.now_ns()
-    }
-
-    #[inline]
-    fn check_key_at(&self, key: u64, now_ns: u64) -> bool {
-        NanolimitKeyed::check_key_at(self, key, now_ns)
-    }
-
-    fn state_report(&self) -> String {
-        self.describe()
-    }
-
-    fn clock_origin(&self) -> Option<Instant> {
-        Some(NanolimitKeyed::clock_origin(self))
-    }
-}
-
-/// governor's keyed limiter on its default store (a `DashMap` with std's SipHash hasher).
-pub type GovernorKeyed = governor::DefaultKeyedRateLimiter<u64>;
-
-impl KeyedSubject for GovernorKeyed {
-    /// governor has no caller-supplied-time API: every check reads its own (quanta) clock, so
-    /// in the packet loop it pays one clock read per check where nanolimit pays one per batch.
-    type Timestamp = ();
-
-    #[inline]
-    fn check_key(&self, key: u64) -> bool {
-        GovernorKeyed::check_key(self, &key).is_ok()
-    }
-
-    #[inline]
-    fn timestamp(&self) {}
-
-    #[inline]
-    fn check_key_at(&self, key: u64, _now: ()) -> bool {
-        GovernorKeyed::check_key(self, &key).is_ok()
-    }
-
-    fn state_report(&self) -> String {
-        format!("holds {} keys (unbounded map)", self.len())
-    }
-}
-
 /// The token bucket most people write first: `Mutex<HashMap<key, (tokens, last refill)>>`,
 /// fractional tokens in an `f64`, std's default hasher, no bound on the number of keys.
 #[derive(Debug)]
@@ -125,14 +52,21 @@ pub struct MutexHashMap {
 }
 
 impl MutexHashMap {
-    /// A bucket per key refilling at `quota.per_second`, holding up to `quota.burst` tokens
-    /// (new keys start full).
-    pub fn new(quota: QuotaSpec) -> Self {
+    /// A bucket per key refilling at the quota's rate, holding up to `quota.burst` tokens (new
+    /// keys start full).
+    pub fn new(quota: &QuotaSpec) -> Self {
         MutexHashMap {
             buckets: Mutex::new(HashMap::new()),
-            tokens_per_second: quota.per_second as f64,
+            tokens_per_second: quota.rate_per_second(),
             capacity: quota.burst as f64,
         }
+    }
+
+    fn keys(&self) -> usize {
+        self.buckets
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .len()
     }
 
     #[inline]
@@ -155,30 +89,41 @@ impl MutexHashMap {
 }
 
 impl KeyedSubject for MutexHashMap {
+    const NAME: &'static str = "mutex_hashmap";
+
     type Timestamp = Instant;
 
-    #[inline]
-    fn check_key(&self, key: u64) -> bool {
-        self.take(key, Instant::now())
+    /// Unbounded: `capacity` is ignored.
+    fn build(quota: &QuotaSpec, _capacity: usize) -> Self {
+        MutexHashMap::new(quota)
     }
 
     #[inline]
-    fn timestamp(&self) -> Instant {
+    fn now(&self) -> Instant {
         Instant::now()
     }
 
     #[inline]
-    fn check_key_at(&self, key: u64, now: Instant) -> bool {
+    fn check_at(&self, key: u64, now: Instant) -> bool {
         self.take(key, now)
     }
 
+    /// Takes no caller time: reads `Instant::now()`.
+    #[inline]
+    fn check_at_caller_ns(&self, key: u64, _caller_ns: u64) -> bool {
+        self.check(key)
+    }
+
+    fn stored_keys(&self) -> u64 {
+        self.keys() as u64
+    }
+
+    fn untracked_new_keys(&self) -> u64 {
+        0
+    }
+
     fn state_report(&self) -> String {
-        let keys = self
-            .buckets
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .len();
-        format!("holds {keys} keys (unbounded map)")
+        unbounded_map_report(self.keys())
     }
 }
 
@@ -219,7 +164,7 @@ impl<S: KeyedSubject, K: KeySource> Worker for KeyedWorker<'_, S, K> {
     #[inline]
     fn operate(&mut self) -> Outcome {
         let (key, legitimate) = self.keys.next_key();
-        outcome(self.subject.check_key(key), legitimate)
+        outcome(self.subject.check(key), legitimate)
     }
 }
 
@@ -245,7 +190,7 @@ impl<'a, S: KeyedSubject, K> PacketWorker<'a, S, K> {
         PacketWorker {
             subject,
             keys,
-            now: subject.timestamp(),
+            now: subject.now(),
             left_in_batch: 0,
         }
     }
@@ -255,12 +200,12 @@ impl<S: KeyedSubject, K: KeySource> Worker for PacketWorker<'_, S, K> {
     #[inline]
     fn operate(&mut self) -> Outcome {
         if self.left_in_batch == 0 {
-            self.now = self.subject.timestamp();
+            self.now = self.subject.now();
             self.left_in_batch = PACKET_BATCH;
         }
         self.left_in_batch -= 1;
         let (key, legitimate) = self.keys.next_key();
-        outcome(self.subject.check_key_at(key, self.now), legitimate)
+        outcome(self.subject.check_at(key, self.now), legitimate)
     }
 }
 
@@ -273,7 +218,7 @@ pub struct ClockReadFloor {
 impl Worker for ClockReadFloor {
     #[inline]
     fn operate(&mut self) -> Outcome {
-        black_box(self.clock.now_ns());
+        black_box(self.clock.now());
         ALLOWED
     }
 }

@@ -14,17 +14,12 @@ pub fn generous_gcra() -> Gcra {
 
 /// About 1,000 units per microsecond over 1 ms windows: no single thread can exhaust it.
 pub fn generous_sliding_window() -> SlidingWindow {
-    SlidingWindow::new(
-        SlidingWindow::MAX_LIMIT,
-        Duration::from_millis(1),
-    )
-    .expect("valid quota")
+    SlidingWindow::new(SlidingWindow::MAX_LIMIT, Duration::from_millis(1)).expect("valid quota")
 }
 
 /// About 16,000 units per microsecond over 1 ms windows: no single thread can exhaust it.
 pub fn generous_fixed_window() -> FixedWindow {
-    FixedWindow::new(FixedWindow::MAX_LIMIT, Duration::from_millis(1))
-        .expect("valid quota")
+    FixedWindow::new(FixedWindow::MAX_LIMIT, Duration::from_millis(1)).expect("valid quota")
 }
 
 /// governor's counterpart of [`generous_gcra`]: one unit per nanosecond.

@@ -1,37 +1,64 @@
-//! The keyed limiters under test, shared by `benches/keyed.rs` and
-//! `examples/callgrind_keyed.rs` (included by `#[path]`, after `keyed_quotas.rs` and
-//! `governor_fake_clock.rs`), so both measure the same configurations.
+//! The keyed limiters under test, behind one trait, [`KeyedSubject`], that every keyed benchmark
+//! drives: `benches/keyed.rs` (criterion), `benches/callgrind_keyed.rs` (instruction counts) and
+//! the keyed scenarios of `benches/contention.rs`. Included by `#[path]`, after `quota_spec.rs`.
+//! Generic loops over the trait are monomorphised: no dynamic dispatch in a measured loop.
+//!
+//! Defined here: nanolimit's [`KeyedLimiter`] in each configuration the benchmarks name, and
+//! governor's keyed limiter on its default clock, [`GovernorKeyed`], over any hasher. Subjects of
+//! one benchmark only implement the trait there (governor on its fake clock in
+//! `governor_fake_clock.rs`, on its upkeep clock in `keyed.rs`; the mutex-hashmap in
+//! `contention/subjects.rs`; the empty `loop_only` in `callgrind_keyed.rs`).
 
-use crate::governor_fake_clock::GovernorFakeClock;
-use crate::keyed_quotas::Quota;
-use governor::clock::{DefaultClock, QuantaUpkeepClock};
-use governor::middleware::NoOpMiddleware;
+use crate::quota_spec::{FromSpec, QuotaSpec};
+use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
 use nanolimit::{
-    Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock, Timestamp, UpkeepClock, WhenFull,
+    Exact, Hashed, KeyedLimiter, ManualClock, QuantaClock, Timestamp, UpkeepClock, WhenFull,
 };
 use std::hash::BuildHasher;
 
-/// How far the caller-supplied clock moves between two checks: more than the generous quota's
-/// emission interval (1 ns), so every allowed check stays allowed and every entry is fresh
-/// (reclaimable) one check after its last use.
-pub const CALLER_TIME_STEP_NS: u64 = 4;
-
-/// Capacity of the nanolimit tables of `new_key_each_call`, and the size at which governor's
-/// map is swept there.
+/// Capacity of the nanolimit tables of `benches/keyed.rs`'s `new_key_each_call`, and the size
+/// at which the unbounded maps are swept there (see [`KeyedSubject::sweep`]).
 pub const NEW_KEY_TABLE_CAPACITY: usize = 100_000;
 
 /// A keyed limiter under test, with `u64` keys.
-pub trait Subject: Sync + Sized {
-    /// The implementation's name in benchmark ids.
+///
+/// Time reaches a check in one of three ways, one method each:
+///
+/// | method | time | used by |
+/// |---|---|---|
+/// | [`check`](Self::check) | the implementation's own clock, read per call | contention's keyed scenarios |
+/// | [`check_at`](Self::check_at) | a reading of that clock the caller took earlier ([`now`](Self::now)) | contention's packet loop, one reading per batch |
+/// | [`check_at_caller_ns`](Self::check_at_caller_ns) | nanoseconds the caller counts itself, for the implementations that take the caller's time; the others read their own clock | `keyed.rs`, `callgrind_keyed.rs` |
+pub trait KeyedSubject: Sync + Sized {
+    /// The implementation's name in `keyed.rs` benchmark ids and `callgrind_keyed.rs` cases.
     const NAME: &'static str;
 
-    /// A limiter under `quota`, sized for `capacity` keys where the implementation is bounded.
-    fn build(quota: Quota, capacity: usize) -> Self;
+    /// A time to judge a check at, as the implementation takes it: nanolimit's [`Timestamp`],
+    /// an `Instant`, or `()` for an implementation with no API taking the time (every check
+    /// then reads its own clock).
+    type Timestamp: Copy;
 
-    /// Checks one unit for `key`; `now_ns` is the caller's clock, ignored by implementations
-    /// that read their own.
-    fn check(&self, key: u64, now_ns: u64) -> bool;
+    /// A limiter under `quota`, sized for `capacity` keys where the implementation is bounded.
+    fn build(quota: &QuotaSpec, capacity: usize) -> Self;
+
+    /// A reading of the implementation's own clock.
+    fn now(&self) -> Self::Timestamp;
+
+    /// Checks one unit for `key` at `now` (a reading of [`now`](Self::now)); true if allowed.
+    fn check_at(&self, key: u64, now: Self::Timestamp) -> bool;
+
+    /// Checks one unit for `key` now, on the implementation's own clock; true if allowed.
+    #[inline]
+    fn check(&self, key: u64) -> bool {
+        self.check_at(key, self.now())
+    }
+
+    /// Checks one unit for `key` in a loop that counts its own time: `caller_ns` nanoseconds.
+    /// Caller-time implementations are judged at that time (nanolimit makes a [`Timestamp`] of
+    /// it per call; governor's fake clock is moved to follow it); the others ignore it and read
+    /// their own clock. True if allowed.
+    fn check_at_caller_ns(&self, key: u64, caller_ns: u64) -> bool;
 
     /// Keys the table holds.
     fn stored_keys(&self) -> u64;
@@ -39,29 +66,51 @@ pub trait Subject: Sync + Sized {
     /// New keys the table could not hold (refused or left untracked).
     fn untracked_new_keys(&self) -> u64;
 
-    /// Untimed housekeeping between samples of `new_key_each_call`.
+    /// A line about the limiter's state after a run (keys held, table counters).
+    fn state_report(&self) -> String;
+
+    /// Untimed housekeeping between samples of `keyed.rs`'s `new_key_each_call`.
     fn sweep(&self) {}
 }
 
+/// Implements [`KeyedSubject`] for nanolimit's keyed limiter on one clock and key mode, for
+/// every algorithm. Tables refuse new keys when full (`WhenFull::Deny`, the default) and have
+/// the default shards and a random seed.
 macro_rules! nanolimit_subject {
     (
-        $limiter:ty,
+        $clock:ty,
+        $key_mode:ty,
         $name:literal,
-        build: |$builder:ident| $configure:expr,
-        check: |$self_:ident, $key:ident, $now_ns:ident| $check:expr $(,)?
+        clock: $make_clock:expr,
+        check_at_caller_ns: |$self_:ident, $key:ident, $caller_ns:ident| $check:expr $(,)?
     ) => {
-        impl Subject for $limiter {
+        impl<Q: FromSpec> KeyedSubject for KeyedLimiter<u64, Q, $clock, $key_mode> {
             const NAME: &'static str = $name;
 
-            fn build(quota: Quota, capacity: usize) -> Self {
-                let $builder = KeyedLimiter::<u64, Gcra>::builder(quota.nanolimit())
+            type Timestamp = Timestamp;
+
+            fn build(quota: &QuotaSpec, capacity: usize) -> Self {
+                KeyedLimiter::<u64, Q>::builder(Q::from_spec(quota))
                     .capacity(capacity)
-                    .when_full(WhenFull::Deny);
-                $configure.build().expect("valid table")
+                    .when_full(WhenFull::Deny)
+                    .clock($make_clock)
+                    .key_mode::<$key_mode>()
+                    .build()
+                    .expect("valid table")
             }
 
             #[inline]
-            fn check(&$self_, $key: u64, $now_ns: u64) -> bool {
+            fn now(&self) -> Timestamp {
+                KeyedLimiter::now(self)
+            }
+
+            #[inline]
+            fn check_at(&self, key: u64, now: Timestamp) -> bool {
+                KeyedLimiter::check_at(self, &key, now).is_allowed()
+            }
+
+            #[inline]
+            fn check_at_caller_ns(&$self_, $key: u64, $caller_ns: u64) -> bool {
                 $check
             }
 
@@ -74,49 +123,78 @@ macro_rules! nanolimit_subject {
                 let stats = self.stats();
                 stats.refused_new_keys + stats.untracked_new_keys
             }
+
+            fn state_report(&self) -> String {
+                let stats = self.stats();
+                format!(
+                    "{} B/key; inserts {}, reclaims {}, refused new keys {}, untracked new keys {}, evictions {}",
+                    self.bytes_per_key(),
+                    stats.inserts,
+                    stats.reclaims,
+                    stats.refused_new_keys,
+                    stats.untracked_new_keys,
+                    stats.evictions,
+                )
+            }
         }
     };
 }
 
 nanolimit_subject!(
-    KeyedLimiter<u64, Gcra, QuantaClock, Hashed>,
+    QuantaClock,
+    Hashed,
     "nanolimit_hashed",
-    build: |builder| builder,
-    check: |self, key, _now_ns| KeyedLimiter::check(self, &key).is_allowed(),
+    clock: QuantaClock::new(),
+    check_at_caller_ns: |self, key, _caller_ns| KeyedLimiter::check(self, &key).is_allowed(),
 );
+// The caller-time subjects never read their (manual) clock: a loop counting its own
+// nanoseconds makes a `Timestamp` of them per call (clamping to the horizon, the work the 0.1
+// limiter did inside `check_key_at`).
 nanolimit_subject!(
-    KeyedLimiter<u64, Gcra, ManualClock, Hashed>,
+    ManualClock,
+    Hashed,
     "nanolimit_hashed_caller_time",
-    build: |builder| builder.clock(ManualClock::new()),
-    check: |self, key, now_ns| self.check_at(&key, Timestamp::saturating_from_ns(now_ns)).is_allowed(),
+    clock: ManualClock::new(),
+    check_at_caller_ns: |self, key, caller_ns| {
+        KeyedLimiter::check_at(self, &key, Timestamp::saturating_from_ns(caller_ns)).is_allowed()
+    },
 );
 nanolimit_subject!(
-    KeyedLimiter<u64, Gcra, QuantaClock, Exact>,
+    QuantaClock,
+    Exact,
     "nanolimit_exact",
-    build: |builder| builder.exact_keys(),
-    check: |self, key, _now_ns| KeyedLimiter::check(self, &key).is_allowed(),
+    clock: QuantaClock::new(),
+    check_at_caller_ns: |self, key, _caller_ns| KeyedLimiter::check(self, &key).is_allowed(),
 );
 nanolimit_subject!(
-    KeyedLimiter<u64, Gcra, ManualClock, Exact>,
+    ManualClock,
+    Exact,
     "nanolimit_exact_caller_time",
-    build: |builder| builder.clock(ManualClock::new()).exact_keys(),
-    check: |self, key, now_ns| self.check_at(&key, Timestamp::saturating_from_ns(now_ns)).is_allowed(),
+    clock: ManualClock::new(),
+    check_at_caller_ns: |self, key, caller_ns| {
+        KeyedLimiter::check_at(self, &key, Timestamp::saturating_from_ns(caller_ns)).is_allowed()
+    },
 );
 nanolimit_subject!(
-    KeyedLimiter<u64, Gcra, UpkeepClock, Hashed>,
+    UpkeepClock,
+    Hashed,
     "nanolimit_hashed_upkeep_clock",
-    build: |builder| builder.clock(UpkeepClock::new(UpkeepClock::DEFAULT_INTERVAL).expect("upkeep thread")),
-    check: |self, key, _now_ns| KeyedLimiter::check(self, &key).is_allowed(),
+    clock: UpkeepClock::new(UpkeepClock::DEFAULT_INTERVAL).expect("upkeep thread"),
+    check_at_caller_ns: |self, key, _caller_ns| KeyedLimiter::check(self, &key).is_allowed(),
 );
 
 /// A hasher for governor's `DashMap`, named for benchmark ids.
 pub trait GovernorHasher: BuildHasher + Clone + Default + Send + Sync + 'static {
+    /// The name of governor's keyed limiter with this hasher on its default clock.
     const NAME: &'static str;
-    /// The name of governor's limiter with this hasher on its fake clock.
+    /// The name of governor's keyed limiter with this hasher on its fake clock.
     const FAKE_CLOCK_NAME: &'static str;
 }
 
-impl GovernorHasher for std::hash::RandomState {
+/// The hasher of governor's default keyed store: std's SipHash `RandomState`.
+pub type DefaultHasher = governor::state::keyed::DefaultHasher;
+
+impl GovernorHasher for DefaultHasher {
     const NAME: &'static str = "governor_dashmap";
     const FAKE_CLOCK_NAME: &'static str = "governor_dashmap_fake_clock";
 }
@@ -126,18 +204,35 @@ impl GovernorHasher for ahash::RandomState {
     const FAKE_CLOCK_NAME: &'static str = "governor_dashmap_ahash_fake_clock";
 }
 
-pub type GovernorKeyed<S> = governor::RateLimiter<u64, DashMapStateStore<u64, S>, DefaultClock>;
+/// governor's keyed limiter on its default clock: a `DashMap` with hasher `S`. With the default
+/// hasher this is governor's default keyed limiter (what `RateLimiter::keyed` and
+/// `RateLimiter::dashmap` build, `governor::DefaultKeyedRateLimiter<u64>`).
+pub type GovernorKeyed<S = DefaultHasher> =
+    governor::RateLimiter<u64, DashMapStateStore<u64, S>, DefaultClock>;
 
-impl<S: GovernorHasher> Subject for GovernorKeyed<S> {
+impl<S: GovernorHasher> KeyedSubject for GovernorKeyed<S> {
     const NAME: &'static str = S::NAME;
 
+    /// governor has no API taking the caller's time: every check reads its own (quanta) clock,
+    /// so in the packet loop it pays one clock read per check where nanolimit pays one per
+    /// batch.
+    type Timestamp = ();
+
     /// governor's map is unbounded: `capacity` is ignored (the map grows as keys arrive).
-    fn build(quota: Quota, _capacity: usize) -> Self {
+    fn build(quota: &QuotaSpec, _capacity: usize) -> Self {
         governor::RateLimiter::dashmap_with_hasher(quota.governor(), S::default())
     }
 
     #[inline]
-    fn check(&self, key: u64, _now_ns: u64) -> bool {
+    fn now(&self) {}
+
+    #[inline]
+    fn check_at(&self, key: u64, _now: ()) -> bool {
+        self.check_key(&key).is_ok()
+    }
+
+    #[inline]
+    fn check_at_caller_ns(&self, key: u64, _caller_ns: u64) -> bool {
         self.check_key(&key).is_ok()
     }
 
@@ -149,86 +244,24 @@ impl<S: GovernorHasher> Subject for GovernorKeyed<S> {
         0
     }
 
+    fn state_report(&self) -> String {
+        unbounded_map_report(self.len())
+    }
+
     /// What governor's users run periodically: see [`sweep_unbounded_map`].
     fn sweep(&self) {
         sweep_unbounded_map(Self::NAME, || self.len(), || self.retain_recent());
     }
 }
 
-impl<S: GovernorHasher> Subject for GovernorFakeClock<S> {
-    const NAME: &'static str = S::FAKE_CLOCK_NAME;
-
-    /// Unbounded, like [`GovernorKeyed`]: `capacity` is ignored.
-    fn build(quota: Quota, _capacity: usize) -> Self {
-        GovernorFakeClock::new(quota.governor())
-    }
-
-    #[inline]
-    fn check(&self, key: u64, now_ns: u64) -> bool {
-        GovernorFakeClock::check(self, key, now_ns)
-    }
-
-    fn stored_keys(&self) -> u64 {
-        self.0.len() as u64
-    }
-
-    fn untracked_new_keys(&self) -> u64 {
-        0
-    }
-
-    /// As for [`GovernorKeyed`].
-    fn sweep(&self) {
-        sweep_unbounded_map(Self::NAME, || self.0.len(), || self.0.retain_recent());
-    }
+/// The state report of an implementation whose map is unbounded.
+pub fn unbounded_map_report(keys: usize) -> String {
+    format!("holds {keys} keys (unbounded map)")
 }
 
-/// governor's default keyed limiter on its upkeep clock (a background thread stores the time;
-/// a read is one atomic load and a conversion), with the same interval as nanolimit's
-/// [`UpkeepClock`].
-pub struct GovernorUpkeep(
-    governor::RateLimiter<
-        u64,
-        DashMapStateStore<u64>,
-        QuantaUpkeepClock,
-        NoOpMiddleware<governor::clock::QuantaInstant>,
-    >,
-);
-
-impl Subject for GovernorUpkeep {
-    const NAME: &'static str = "governor_dashmap_upkeep_clock";
-
-    /// Unbounded, like [`GovernorKeyed`]: `capacity` is ignored.
-    fn build(quota: Quota, _capacity: usize) -> Self {
-        GovernorUpkeep(governor::RateLimiter::new(
-            quota.governor(),
-            DashMapStateStore::default(),
-            QuantaUpkeepClock::from_interval(UpkeepClock::DEFAULT_INTERVAL)
-                .expect("quanta upkeep thread"),
-        ))
-    }
-
-    #[inline]
-    fn check(&self, key: u64, _now_ns: u64) -> bool {
-        self.0.check_key(&key).is_ok()
-    }
-
-    fn stored_keys(&self) -> u64 {
-        self.0.len() as u64
-    }
-
-    fn untracked_new_keys(&self) -> u64 {
-        0
-    }
-
-    /// As for [`GovernorKeyed`].
-    fn sweep(&self) {
-        sweep_unbounded_map(Self::NAME, || self.0.len(), || self.0.retain_recent());
-    }
-}
-
-/// What governor's users run periodically, for the governor cases' `sweep`: once the map holds
-/// more keys than nanolimit's table, drop the entries equivalent to fresh (all of them, under
-/// the generous quota).
+/// What governor's users run periodically, for the governor subjects' `sweep`: once the map
+/// holds more keys than nanolimit's table, drop the entries equivalent to fresh (all of them,
+/// under the generous quota).
 pub fn sweep_unbounded_map(name: &str, len: impl Fn() -> usize, retain_recent: impl Fn()) {
     if len() > NEW_KEY_TABLE_CAPACITY {
         retain_recent();
@@ -239,5 +272,3 @@ pub fn sweep_unbounded_map(name: &str, len: impl Fn() -> usize, retain_recent: i
         );
     }
 }
-
-pub type DefaultHasher = std::hash::RandomState;

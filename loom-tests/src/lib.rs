@@ -2,12 +2,14 @@
 //!
 //! Every model builds its limiter inside the model closure (loom's atomics only exist inside a
 //! model), runs a few threads that each follow a plan of checks with caller-supplied times, and
-//! then asserts properties of the decisions and of the final state. Only the public API is used,
-//! and no clock is ever read: time is always passed in (`check_at`, `check_n_at`, `peek_at`).
+//! then asserts properties of the decisions and of the final state. Only the public API is used
+//! (plus the hidden `KeyedLimiter::lookup_hint`), and no clock is ever read: every time is a
+//! [`Timestamp`] passed in (`check_at`, `Request::at` for `check_with` and `peek_with`).
 //!
-//! The helpers are generic over what is shared and what a step of a plan is, so that models of
-//! other limiters (a keyed table) can reuse [`explore`] and [`run_concurrently`], and the
-//! assertions over [`Decision`]s.
+//! [`run_concurrently`] is generic over what is shared and what a step of a plan is: direct
+//! models run plans of [`DirectOperation`]s, keyed models plans of [`KeyedOperation`]s (see
+//! [`ModelThread`] for where each runs them), and both share [`explore`] and the assertions over
+//! [`Decision`]s.
 
 #[cfg(not(nanolimit_loom))]
 compile_error!(
@@ -16,7 +18,7 @@ compile_error!(
 );
 
 use loom::sync::Arc;
-use nanolimit::{Algorithm, Decision, Limiter, ManualClock};
+use nanolimit::{Decision, KeyMode, KeyedLimiter, Limiter, ManualClock, Quota, Request, Timestamp};
 
 /// The environment variable that overrides every model's preemption bound (loom's own name).
 /// Loom's other variables (`LOOM_MAX_PERMUTATIONS`, `LOOM_MAX_DURATION`, ...) apply as well:
@@ -76,22 +78,51 @@ where
     );
 }
 
-/// Runs one thread per plan, all sharing `shared`, each performing its plan's steps in order,
-/// and returns each thread's outcomes, in plan order.
+/// The [`Timestamp`] `ns` nanoseconds after the clock's origin (every modelled time is far below
+/// the horizon).
+pub fn at(ns: u64) -> Timestamp {
+    Timestamp::from_ns(ns).expect("modelled times are below the horizon")
+}
+
+/// What the model's own thread does in [`run_concurrently`].
 ///
-/// The last plan runs on the model's own thread (loom counts it as one), so `n` plans use `n`
-/// threads in all.
-pub fn run_concurrently<S, P, O>(
+/// Both explore the same plans; they differ in which thread loom runs first and so in what it
+/// explores. Loom's dynamic partial-order reduction remembers only the last access to each
+/// atomic: a thread that loads a word and then writes it hides, from that write, an earlier
+/// load of the word by another thread, and loom may never run that load after the write
+/// (tokio-rs/loom#166, #392). Where every thread is spawned, loom's first execution runs the
+/// plans in order and the model's thread only waits, which uncovers several times more
+/// interleavings of the keyed table's longer paths than where the model's thread runs a plan
+/// first; the three-thread direct models would then take minutes each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelThread {
+    /// The model's thread runs the last plan itself (loom counts it as a thread): `n` plans use
+    /// `n` threads.
+    RunsTheLastPlan,
+    /// Every plan runs on a spawned thread, and the model's thread only joins them: `n` plans
+    /// use `n + 1` threads, one of which does nothing but wait.
+    OnlyJoins,
+}
+
+/// Runs one thread per plan, all sharing `shared`, each performing its plan's steps in order
+/// with `perform`, and returns each thread's outcomes, in plan order. `model_thread` says
+/// whether the model's own thread runs the last plan or only waits for the others.
+pub fn run_concurrently<S, P, O, F>(
+    model_thread: ModelThread,
     shared: &Arc<S>,
     mut plans: Vec<Vec<P>>,
-    perform: fn(&S, P) -> O,
+    perform: F,
 ) -> Vec<Vec<O>>
 where
     S: Send + Sync + 'static,
     P: Send + 'static,
     O: Send + 'static,
+    F: Fn(&S, P) -> O + Copy + Send + 'static,
 {
-    let plan_on_this_thread = plans.pop().expect("a model needs at least one plan");
+    let plan_on_this_thread = match model_thread {
+        ModelThread::RunsTheLastPlan => Some(plans.pop().expect("a model needs at least one plan")),
+        ModelThread::OnlyJoins => None,
+    };
     let handles: Vec<_> = plans
         .into_iter()
         .map(|plan| {
@@ -103,69 +134,107 @@ where
             })
         })
         .collect();
-    let outcomes_on_this_thread: Vec<O> = plan_on_this_thread
-        .into_iter()
-        .map(|step| perform(shared, step))
-        .collect();
+    let outcomes_on_this_thread = plan_on_this_thread.map(|plan| {
+        plan.into_iter()
+            .map(|step| perform(shared, step))
+            .collect::<Vec<O>>()
+    });
     let mut outcomes: Vec<Vec<O>> = handles
         .into_iter()
         .map(|handle| handle.join().expect("a model thread panicked"))
         .collect();
-    outcomes.push(outcomes_on_this_thread);
+    outcomes.extend(outcomes_on_this_thread);
     outcomes
 }
 
 /// One check a thread makes on a direct [`Limiter`], at a time the caller supplies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attempt {
-    /// `check_at(now_ns)`: one unit.
+pub enum DirectOperation {
+    /// `check_at(now)`: one unit.
     Check {
         /// The time of the check.
-        now_ns: u64,
+        now: Timestamp,
     },
-    /// `check_n_at(cost, now_ns)`: `cost` units, all or nothing.
-    CheckN {
-        /// Units requested (at most the quota's capacity).
+    /// `check_with(Request::cost(cost).at(now))`: `cost` units, all or nothing.
+    CheckWith {
+        /// Units requested (at most the quota's limit).
         cost: u64,
         /// The time of the check.
-        now_ns: u64,
+        now: Timestamp,
     },
 }
 
-/// `count` unit checks, all at `now_ns`.
-pub fn unit_checks_at(now_ns: u64, count: usize) -> Vec<Attempt> {
-    vec![Attempt::Check { now_ns }; count]
+/// `count` unit checks, all at `now`.
+pub fn unit_checks_at(now: Timestamp, count: usize) -> Vec<DirectOperation> {
+    vec![DirectOperation::Check { now }; count]
 }
 
-/// One `check_n_at` per cost, all at `now_ns`.
-pub fn costed_checks_at(now_ns: u64, costs: &[u64]) -> Vec<Attempt> {
+/// One `check_with` per cost, all at `now`.
+pub fn costed_checks_at(now: Timestamp, costs: &[u64]) -> Vec<DirectOperation> {
     costs
         .iter()
-        .map(|&cost| Attempt::CheckN { cost, now_ns })
+        .map(|&cost| DirectOperation::CheckWith { cost, now })
         .collect()
 }
 
 /// A direct limiter on a [`ManualClock`] (never read: every model passes its times in), shared
 /// by the model's threads.
-pub fn shared_direct_limiter<A: Algorithm>(quota: A) -> Arc<Limiter<A, ManualClock>> {
+pub fn shared_direct_limiter<Q: Quota>(quota: Q) -> Arc<Limiter<Q, ManualClock>> {
     Arc::new(Limiter::with_clock(quota, ManualClock::new()))
 }
 
-/// Performs `attempt` on `limiter`.
-pub fn perform_direct<A: Algorithm>(
-    limiter: &Limiter<A, ManualClock>,
-    attempt: Attempt,
-) -> Decision<A> {
-    match attempt {
-        Attempt::Check { now_ns } => limiter.check_at(now_ns),
-        Attempt::CheckN { cost, now_ns } => limiter
-            .check_n_at(cost, now_ns)
-            .expect("every modelled cost fits the quota's capacity"),
+/// Performs `operation` on `limiter`.
+pub fn perform_direct<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
+    operation: DirectOperation,
+) -> Decision<Q> {
+    match operation {
+        DirectOperation::Check { now } => limiter.check_at(now),
+        DirectOperation::CheckWith { cost, now } => limiter
+            .check_with(Request::cost(cost).at(now))
+            .expect("every modelled cost fits the quota's limit"),
+    }
+}
+
+/// One operation a thread makes on a [`KeyedLimiter`], at a time the caller supplies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyedOperation<K> {
+    /// `check_at(&key, now)`: one unit.
+    Check {
+        /// The key checked.
+        key: K,
+        /// The time of the check.
+        now: Timestamp,
+    },
+    /// `peek_with(&key, Request::new().at(now))`: whether one unit would pass, consuming nothing
+    /// and inserting nothing.
+    Peek {
+        /// The key peeked at.
+        key: K,
+        /// The time of the peek.
+        now: Timestamp,
+    },
+}
+
+/// Performs `operation` on `limiter` (whose clock is never read).
+pub fn perform_keyed<K, Q, M>(
+    limiter: &KeyedLimiter<K, Q, ManualClock, M>,
+    operation: KeyedOperation<K>,
+) -> Decision<Q>
+where
+    Q: Quota,
+    M: KeyMode<K>,
+{
+    match operation {
+        KeyedOperation::Check { key, now } => limiter.check_at(&key, now),
+        KeyedOperation::Peek { key, now } => limiter
+            .peek_with(&key, Request::new().at(now))
+            .expect("a unit request fits every quota"),
     }
 }
 
 /// The total cost of the allowed decisions.
-pub fn admitted_cost<A: Algorithm>(outcomes: &[Vec<Decision<A>>]) -> u64 {
+pub fn admitted_cost<Q: Quota>(outcomes: &[Vec<Decision<Q>>]) -> u64 {
     outcomes
         .iter()
         .flatten()
@@ -174,9 +243,9 @@ pub fn admitted_cost<A: Algorithm>(outcomes: &[Vec<Decision<A>>]) -> u64 {
         .sum()
 }
 
-/// Every denial saw too little capacity for its cost: a limiter may only deny a request that
-/// does not fit, whatever the other threads were doing.
-pub fn assert_denied_only_when_short<A: Algorithm>(outcomes: &[Vec<Decision<A>>]) {
+/// Every denial saw too little of the limit remaining for its cost: a limiter may only deny a
+/// request that does not fit, whatever the other threads were doing.
+pub fn assert_denied_only_when_short<Q: Quota>(outcomes: &[Vec<Decision<Q>>]) {
     for (thread, decisions) in outcomes.iter().enumerate() {
         for decision in decisions.iter().filter(|decision| decision.is_denied()) {
             assert!(
@@ -189,14 +258,14 @@ pub fn assert_denied_only_when_short<A: Algorithm>(outcomes: &[Vec<Decision<A>>]
     }
 }
 
-/// The allowed decisions, all made at one instant on a limiter that was full (`capacity`
-/// remaining) at that instant, form one sequence of updates: ordered by what remained after
-/// each, the first left `capacity − cost` and each next one exactly its own cost less than the
-/// one before. Two admissions built on the same word (a lost update) would report the same
+/// The allowed decisions, all made at one instant on a state that had `remaining_before` units
+/// left at that instant, form one sequence of updates: ordered by what remained after each, the
+/// first left `remaining_before − cost` and each next one exactly its own cost less than the one
+/// before. Two admissions built on the same word (a lost update) would report the same
 /// remainder, and a skipped or doubled charge would break the chain.
-pub fn assert_admissions_form_one_sequence<A: Algorithm>(
-    capacity: u64,
-    outcomes: &[Vec<Decision<A>>],
+pub fn assert_admissions_form_one_sequence<Q: Quota>(
+    remaining_before: u64,
+    outcomes: &[Vec<Decision<Q>>],
 ) {
     let mut admissions: Vec<(u64, u64)> = outcomes
         .iter()
@@ -205,21 +274,21 @@ pub fn assert_admissions_form_one_sequence<A: Algorithm>(
         .map(|decision| (decision.remaining(), decision.cost()))
         .collect();
     admissions.sort_unstable_by(|left, right| right.cmp(left));
-    let mut remaining_before = capacity;
+    let mut remaining = remaining_before;
     for &(remaining_after, cost) in &admissions {
         assert_eq!(
             Some(remaining_after),
-            remaining_before.checked_sub(cost),
-            "admissions (remaining after, cost) {admissions:?} from a capacity of {capacity} do \
-             not form one sequence of updates: {outcomes:?}"
+            remaining.checked_sub(cost),
+            "admissions (remaining after, cost) {admissions:?} from {remaining_before} remaining \
+             do not form one sequence of updates: {outcomes:?}"
         );
-        remaining_before = remaining_after;
+        remaining = remaining_after;
     }
 }
 
 /// At one instant, a denial is final for the thread that saw it: each thread's unit checks are
 /// some admissions followed only by denials (its later loads cannot see an older word).
-pub fn assert_unit_denials_are_final<A: Algorithm>(outcomes: &[Vec<Decision<A>>]) {
+pub fn assert_unit_denials_are_final<Q: Quota>(outcomes: &[Vec<Decision<Q>>]) {
     for (thread, decisions) in outcomes.iter().enumerate() {
         let first_denial = decisions
             .iter()

@@ -5,13 +5,17 @@
 //! Run from the repository root (see loom-tests/README.md):
 //! `RUSTFLAGS="--cfg nanolimit_loom" cargo test --release --manifest-path loom-tests/Cargo.toml`
 
-use nanolimit::Algorithm;
+use nanolimit::{Quota, Request};
 use nanolimit_loom_tests::{
     admitted_cost, assert_admissions_form_one_sequence, assert_denied_only_when_short,
-    assert_unit_denials_are_final, costed_checks_at, explore_within, perform_direct,
-    run_concurrently, shared_direct_limiter, unit_checks_at, Attempt,
+    assert_unit_denials_are_final, at, costed_checks_at, explore_within, perform_direct,
+    run_concurrently, shared_direct_limiter, unit_checks_at, DirectOperation, ModelThread,
 };
 
+/// The model's thread runs one of the plans: loom's first execution then runs it first (see
+/// [`ModelThread`]). With every plan on a spawned thread, loom explores several times as many
+/// executions, and a three-thread model takes over a minute.
+const MODEL_THREAD: ModelThread = ModelThread::RunsTheLastPlan;
 /// Two-thread models explore every interleaving (they take well under a second each).
 const TWO_THREAD_PREEMPTION_BOUND: Option<usize> = None;
 /// Three-thread models explore the interleavings with at most 4 preemptions: enough for a
@@ -24,74 +28,78 @@ const THREE_THREAD_PREEMPTION_BOUND: Option<usize> = Some(4);
 const FROZEN_NOW_NS: u64 = 250_000_000;
 
 /// `threads` threads each make `checks_per_thread` unit checks at one instant, on a fresh
-/// limiter. Exactly `min(capacity, attempts)` pass (no over-admission, and no denial while
-/// capacity remains), a thread once denied stays denied, the admissions are one sequence of
-/// updates, and the final state at that instant has exactly `capacity − admitted` left (no lost
+/// limiter. Exactly `min(limit, attempts)` pass (no over-admission, and no denial while
+/// some of the limit remains), a thread once denied stays denied, the admissions are one sequence of
+/// updates, and the final state at that instant has exactly `limit − admitted` left (no lost
 /// update).
-fn model_unit_checks_at_one_instant<A: Algorithm>(
+fn model_unit_checks_at_one_instant<Q: Quota>(
     model_name: &str,
-    quota: A,
+    quota: Q,
     threads: usize,
     checks_per_thread: usize,
     preemption_bound: Option<usize>,
 ) {
-    let capacity = quota.capacity();
+    let limit = quota.limit();
     let attempts = (threads * checks_per_thread) as u64;
     explore_within(model_name, preemption_bound, move || {
         let limiter = shared_direct_limiter(quota);
-        let plans = vec![unit_checks_at(FROZEN_NOW_NS, checks_per_thread); threads];
-        let outcomes = run_concurrently(&limiter, plans, perform_direct);
+        let plans = vec![unit_checks_at(at(FROZEN_NOW_NS), checks_per_thread); threads];
+        let outcomes = run_concurrently(MODEL_THREAD, &limiter, plans, perform_direct);
 
         let admitted = admitted_cost(&outcomes);
         assert_eq!(
             admitted,
-            capacity.min(attempts),
-            "{attempts} unit checks on a capacity of {capacity}: {outcomes:?}"
+            limit.min(attempts),
+            "{attempts} unit checks on a limit of {limit}: {outcomes:?}"
         );
         assert_denied_only_when_short(&outcomes);
         assert_unit_denials_are_final(&outcomes);
-        assert_admissions_form_one_sequence(capacity, &outcomes);
+        assert_admissions_form_one_sequence(limit, &outcomes);
 
-        let after = limiter.peek_at(FROZEN_NOW_NS);
+        let after = limiter
+            .peek_with(Request::new().at(at(FROZEN_NOW_NS)))
+            .unwrap();
         assert_eq!(
             after.remaining(),
-            capacity - admitted,
+            limit - admitted,
             "the final state does not account for the {admitted} admitted units: {outcomes:?}"
         );
-        assert_eq!(after.is_allowed(), admitted < capacity);
+        assert_eq!(after.is_allowed(), admitted < limit);
     });
 }
 
-/// Threads check one instant with mixed costs (`check_n_at`): the admitted costs never add up
-/// to more than the capacity, every denial was for a cost that did not fit, the admissions are
-/// one sequence of updates, and the final state has exactly `capacity − admitted` left.
-fn model_costed_checks_at_one_instant<A: Algorithm>(
+/// Threads check one instant with mixed costs (`check_with`): the admitted costs never add up
+/// to more than the limit, every denial was for a cost that did not fit, the admissions are
+/// one sequence of updates, and the final state has exactly `limit − admitted` left.
+fn model_costed_checks_at_one_instant<Q: Quota>(
     model_name: &str,
-    quota: A,
+    quota: Q,
     costs_per_thread: &'static [&'static [u64]],
     preemption_bound: Option<usize>,
 ) {
-    let capacity = quota.capacity();
+    let limit = quota.limit();
     explore_within(model_name, preemption_bound, move || {
         let limiter = shared_direct_limiter(quota);
         let plans = costs_per_thread
             .iter()
-            .map(|costs| costed_checks_at(FROZEN_NOW_NS, costs))
+            .map(|costs| costed_checks_at(at(FROZEN_NOW_NS), costs))
             .collect();
-        let outcomes = run_concurrently(&limiter, plans, perform_direct);
+        let outcomes = run_concurrently(MODEL_THREAD, &limiter, plans, perform_direct);
 
         let admitted = admitted_cost(&outcomes);
         assert!(
-            admitted <= capacity,
-            "admitted costs of {admitted} on a capacity of {capacity}: {outcomes:?}"
+            admitted <= limit,
+            "admitted costs of {admitted} on a limit of {limit}: {outcomes:?}"
         );
         assert_denied_only_when_short(&outcomes);
-        assert_admissions_form_one_sequence(capacity, &outcomes);
+        assert_admissions_form_one_sequence(limit, &outcomes);
 
-        let after = limiter.peek_at(FROZEN_NOW_NS);
+        let after = limiter
+            .peek_with(Request::new().at(at(FROZEN_NOW_NS)))
+            .unwrap();
         assert_eq!(
             after.remaining(),
-            capacity - admitted,
+            limit - admitted,
             "the final state does not account for the {admitted} admitted units: {outcomes:?}"
         );
     });
@@ -102,25 +110,25 @@ fn model_costed_checks_at_one_instant<A: Algorithm>(
 /// `early_ns` is a clock that stepped back. Whatever the interleaving:
 /// - at most `allowance` units pass: what a fresh limiter allows by `late_ns`, so stepping back
 ///   grants nothing;
-/// - a check at `late_ns` is denied only once the capacity has been admitted (checks at an
-///   earlier time never take away capacity the latest time has);
+/// - a check at `late_ns` is denied only once the limit has been admitted (checks at an
+///   earlier time never take away any of the limit the latest time has);
 /// - every denial was for a request that did not fit;
 /// - the final state, read at `late_ns`, has at most `allowance − admitted` left (every
 ///   admission is accounted for).
-fn model_clock_disagreement<A: Algorithm>(
+fn model_clock_disagreement<Q: Quota>(
     model_name: &str,
-    quota: A,
+    quota: Q,
     plans: Vec<Vec<u64>>,
     late_ns: u64,
     allowance: u64,
 ) {
-    let capacity = quota.capacity();
-    let plans: Vec<Vec<Attempt>> = plans
+    let limit = quota.limit();
+    let plans: Vec<Vec<DirectOperation>> = plans
         .iter()
         .map(|times| {
             times
                 .iter()
-                .map(|&now_ns| Attempt::Check { now_ns })
+                .map(|&now_ns| DirectOperation::Check { now: at(now_ns) })
                 .collect()
         })
         .collect();
@@ -132,7 +140,7 @@ fn model_clock_disagreement<A: Algorithm>(
     );
     explore_within(model_name, TWO_THREAD_PREEMPTION_BOUND, move || {
         let limiter = shared_direct_limiter(quota);
-        let outcomes = run_concurrently(&limiter, plans.clone(), perform_direct);
+        let outcomes = run_concurrently(MODEL_THREAD, &limiter, plans.clone(), perform_direct);
 
         let admitted = admitted_cost(&outcomes);
         assert!(
@@ -146,16 +154,17 @@ fn model_clock_disagreement<A: Algorithm>(
                 .iter()
                 .flatten()
                 .zip(outcomes.iter().flatten())
-                .any(|(attempt, decision)| {
-                    *attempt == Attempt::Check { now_ns: late_ns } && decision.is_denied()
+                .any(|(operation, decision)| {
+                    *operation == DirectOperation::Check { now: at(late_ns) }
+                        && decision.is_denied()
                 });
         assert!(
-            !denied_at_late_time || admitted >= capacity,
-            "a check at the latest time was denied with only {admitted} of {capacity} \
+            !denied_at_late_time || admitted >= limit,
+            "a check at the latest time was denied with only {admitted} of {limit} \
              admitted: {outcomes:?}"
         );
 
-        let after = limiter.peek_at(late_ns);
+        let after = limiter.peek_with(Request::new().at(at(late_ns))).unwrap();
         assert!(
             after.remaining() <= allowance - admitted,
             "{} left at {late_ns} ns after {admitted} of {allowance} admitted: {outcomes:?}",
@@ -166,7 +175,7 @@ fn model_clock_disagreement<A: Algorithm>(
 
 /// The models of one algorithm, as a test module.
 ///
-/// `quota` builds a quota of the given capacity (GCRA burst or window limit). The clock
+/// `quota` builds a quota of the given limit (GCRA burst or window limit). The clock
 /// disagreement models use `disagreement_quota` with checks at `early_ns` and `late_ns`; by
 /// `late_ns`, a fresh limiter allows `allowance` units (derived at each use), fewer than the
 /// six or seven checks each of those models makes.
@@ -187,9 +196,9 @@ macro_rules! direct_limiter_models {
             }
 
             #[test]
-            fn two_threads_admit_exactly_the_capacity() {
+            fn two_threads_admit_exactly_the_limit() {
                 model_unit_checks_at_one_instant(
-                    &name("2 threads x 3 unit checks, capacity 5"),
+                    &name("2 threads x 3 unit checks, limit 5"),
                     $quota(5),
                     2,
                     3,
@@ -198,9 +207,9 @@ macro_rules! direct_limiter_models {
             }
 
             #[test]
-            fn two_threads_under_the_capacity_lose_no_update() {
+            fn two_threads_under_the_limit_lose_no_update() {
                 model_unit_checks_at_one_instant(
-                    &name("2 threads x 2 unit checks, capacity 5"),
+                    &name("2 threads x 2 unit checks, limit 5"),
                     $quota(5),
                     2,
                     2,
@@ -209,9 +218,9 @@ macro_rules! direct_limiter_models {
             }
 
             #[test]
-            fn three_threads_admit_exactly_the_capacity() {
+            fn three_threads_admit_exactly_the_limit() {
                 model_unit_checks_at_one_instant(
-                    &name("3 threads x 2 unit checks, capacity 5"),
+                    &name("3 threads x 2 unit checks, limit 5"),
                     $quota(5),
                     3,
                     2,
@@ -220,9 +229,9 @@ macro_rules! direct_limiter_models {
             }
 
             #[test]
-            fn two_threads_with_mixed_costs_never_exceed_the_capacity() {
+            fn two_threads_with_mixed_costs_never_exceed_the_limit() {
                 model_costed_checks_at_one_instant(
-                    &name("2 threads, costs [3, 1] and [2, 2], capacity 4"),
+                    &name("2 threads, costs [3, 1] and [2, 2], limit 4"),
                     $quota(4),
                     &[&[3, 1], &[2, 2]],
                     TWO_THREAD_PREEMPTION_BOUND,
@@ -230,9 +239,9 @@ macro_rules! direct_limiter_models {
             }
 
             #[test]
-            fn three_threads_with_mixed_costs_never_exceed_the_capacity() {
+            fn three_threads_with_mixed_costs_never_exceed_the_limit() {
                 model_costed_checks_at_one_instant(
-                    &name("3 threads, costs [3], [2, 1] and [1, 2], capacity 4"),
+                    &name("3 threads, costs [3], [2, 1] and [1, 2], limit 4"),
                     $quota(4),
                     &[&[3], &[2, 1], &[1, 2]],
                     THREE_THREAD_PREEMPTION_BOUND,
@@ -283,7 +292,7 @@ macro_rules! direct_limiter_models {
 // which starts at 0 and never passes (latest now + 4·T), so by 250 ms at most 4 + 1 units pass.
 direct_limiter_models!(
     gcra,
-    quota: |capacity| nanolimit::Gcra::per_second(capacity).unwrap(),
+    quota: |limit| nanolimit::Gcra::per_second(limit).unwrap(),
     disagreement_quota: nanolimit::Gcra::per_second(4).unwrap(),
     early_ns: 0,
     late_ns: 250_000_000,
@@ -298,7 +307,7 @@ direct_limiter_models!(
 // judged at 0.75 s into it, p would weigh ⌊p / 4⌋ and let 7 through (p = 4, then 3 more).
 direct_limiter_models!(
     sliding_window,
-    quota: |capacity| nanolimit::SlidingWindow::per_second(capacity).unwrap(),
+    quota: |limit| nanolimit::SlidingWindow::per_second(limit).unwrap(),
     disagreement_quota: nanolimit::SlidingWindow::per_second(4).unwrap(),
     early_ns: 750_000_000,
     late_ns: 1_250_000_000,
@@ -309,7 +318,7 @@ direct_limiter_models!(
 // windows): at most 2 + 2 units, where reading the step back as a fresh window would admit 5.
 direct_limiter_models!(
     fixed_window,
-    quota: |capacity| nanolimit::FixedWindow::per_second(capacity).unwrap(),
+    quota: |limit| nanolimit::FixedWindow::per_second(limit).unwrap(),
     disagreement_quota: nanolimit::FixedWindow::per_second(2).unwrap(),
     early_ns: 750_000_000,
     late_ns: 1_250_000_000,

@@ -1,14 +1,17 @@
 //! Helpers shared by the test binaries; each uses a part of them. Keyed-table helpers are in
-//! [`keyed`]. The per-algorithm edge-case helpers (`gcra.rs`, `sliding_window.rs`,
-//! `fixed_window.rs`) are written once over [`Algorithm`]: the capacity an algorithm reports is
-//! the GCRA burst or the window limit.
+//! [`keyed`]. The per-quota edge-case helpers (`gcra.rs`, `sliding_window.rs`,
+//! `fixed_window.rs`) are written once over [`Quota`]: the limit a quota reports is the GCRA
+//! burst or the limit per window.
 #![allow(dead_code)]
 
 pub mod keyed;
 
 use nanolimit::{
-    Algorithm, Decision, InsufficientCapacity, Limiter, ManualClock, Step, TIME_HORIZON_NS,
+    Clock, Decision, Limiter, ManualClock, Quota, Request, RequestError, Step, Timestamp,
+    TimestampError,
 };
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
@@ -16,21 +19,55 @@ use std::time::Duration;
 pub const SECOND_NS: u64 = 1_000_000_000;
 pub const DAY_NS: u64 = 86_400 * SECOND_NS;
 pub const YEAR_NS: u64 = 365 * DAY_NS;
+/// [`Timestamp::HORIZON`] in nanoseconds.
+pub const HORIZON_NS: u64 = Timestamp::HORIZON.as_ns();
+
+/// The reading `ns` nanoseconds after the clock's origin (`ns` must not be past the horizon).
+pub fn at(ns: u64) -> Timestamp {
+    Timestamp::from_ns(ns).unwrap()
+}
 
 /// A limiter on a fresh [`ManualClock`] at its origin.
-pub fn limiter<A: Algorithm>(quota: A) -> Limiter<A, ManualClock> {
+pub fn limiter<Q: Quota>(quota: Q) -> Limiter<Q, ManualClock> {
     Limiter::with_clock(quota, ManualClock::new())
 }
 
-/// Drives a limiter with a random schedule and calls `visit(limiter, now, cost, decision)` after
-/// every check. The first reading is in the first year; `next` draws each following
+/// Checks `cost` at `now_ns` (a cost the quota admits at once).
+pub fn check_cost_at<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
+    cost: u64,
+    now_ns: u64,
+) -> Decision<Q> {
+    limiter
+        .check_with(Request::cost(cost).at(at(now_ns)))
+        .unwrap()
+}
+
+/// Peeks at `cost` at `now_ns` (a cost the quota admits at once).
+pub fn peek_cost_at<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
+    cost: u64,
+    now_ns: u64,
+) -> Decision<Q> {
+    limiter
+        .peek_with(Request::cost(cost).at(at(now_ns)))
+        .unwrap()
+}
+
+/// Peeks at one unit at `now_ns`.
+pub fn peek_at<Q: Quota>(limiter: &Limiter<Q, ManualClock>, now_ns: u64) -> Decision<Q> {
+    peek_cost_at(limiter, 1, now_ns)
+}
+
+/// Drives a limiter with a random schedule and calls `visit(limiter, now_ns, cost, decision)`
+/// after every check. The first reading is in the first year; `next` draws each following
 /// `(gap_ns, cost)` from the reading so far, or ends the schedule early with `None`.
-pub fn random_schedule<A: Algorithm>(
-    quota: A,
+pub fn random_schedule<Q: Quota>(
+    quota: Q,
     seed: u64,
     checks: usize,
     mut next: impl FnMut(&mut StdRng, u64) -> Option<(u64, u64)>,
-    mut visit: impl FnMut(&Limiter<A, ManualClock>, u64, u64, &Decision<A>),
+    mut visit: impl FnMut(&Limiter<Q, ManualClock>, u64, u64, &Decision<Q>),
 ) {
     let mut rng = StdRng::seed_from_u64(seed);
     let limiter = limiter(quota);
@@ -40,181 +77,193 @@ pub fn random_schedule<A: Algorithm>(
             break;
         };
         now += gap_ns;
-        let decision = limiter.check_n_at(cost, now).unwrap();
+        let decision = check_cost_at(&limiter, cost, now);
         visit(&limiter, now, cost, &decision);
     }
 }
 
-/// Asserts that `decision` (a check of `cost` at `now` on `limiter`) reports an exact
+/// Asserts that `decision` (a check of `cost` at `now_ns` on `limiter`) reports an exact
 /// `retry_after`: zero when allowed; when denied, positive, long enough (the same cost passes
 /// after waiting it), at most `slack_ns` too long (waiting `slack_ns + 1` less is still denied),
-/// and equal to the pure [`Algorithm::retry_after_ns`]. Returns the wait of a denial.
-pub fn assert_retry_after_is_exact<A: Algorithm>(
-    limiter: &Limiter<A, ManualClock>,
-    now: u64,
+/// and equal to the pure [`Quota::retry_after_ns`]. Returns the wait of a denial.
+pub fn assert_retry_after_is_exact<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
+    now_ns: u64,
     cost: u64,
-    decision: &Decision<A>,
+    decision: &Decision<Q>,
     slack_ns: u64,
 ) -> Option<u64> {
-    let quota = limiter.policy();
+    let quota = limiter.quota();
     if decision.is_allowed() {
         assert_eq!(decision.retry_after(), Duration::ZERO);
         return None;
     }
     let wait = decision.retry_after().as_nanos() as u64;
-    assert!(wait > 0, "{quota:?}: denied at {now} with no wait");
+    assert!(wait > 0, "{quota:?}: denied at {now_ns} with no wait");
     assert!(
-        limiter.peek_n_at(cost, now + wait).unwrap().is_allowed(),
-        "{quota:?}: cost {cost} denied at {now}, still denied after retry_after {wait} ns"
+        peek_cost_at(limiter, cost, now_ns + wait).is_allowed(),
+        "{quota:?}: cost {cost} denied at {now_ns}, still denied after retry_after {wait} ns"
     );
     if wait > slack_ns {
         assert!(
-            limiter
-                .peek_n_at(cost, now + wait - slack_ns - 1)
-                .unwrap()
-                .is_denied(),
-            "{quota:?}: cost {cost} denied at {now}, retry_after {wait} ns is more than \
+            peek_cost_at(limiter, cost, now_ns + wait - slack_ns - 1).is_denied(),
+            "{quota:?}: cost {cost} denied at {now_ns}, retry_after {wait} ns is more than \
              {slack_ns} ns too long"
         );
     }
     let state = decision.state_word();
-    assert_eq!(quota.retry_after_ns(state, quota.instant(now), cost), wait);
+    assert_eq!(
+        quota.retry_after_ns(state, quota.instant(at(now_ns)), cost),
+        wait
+    );
     Some(wait)
 }
 
-/// Asserts that waiting `decision`'s `reset_after` from `now` restores the whole capacity, and
+/// Asserts that waiting `decision`'s `reset_after` from `now_ns` restores the whole limit, and
 /// that the state is not yet fresh `slack_ns + 1` sooner. Returns the wait.
-pub fn assert_reset_after_restores_the_capacity<A: Algorithm>(
-    limiter: &Limiter<A, ManualClock>,
-    now: u64,
-    decision: &Decision<A>,
+pub fn assert_reset_after_restores_the_limit<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
+    now_ns: u64,
+    decision: &Decision<Q>,
     slack_ns: u64,
 ) -> u64 {
-    let quota = limiter.policy();
+    let quota = limiter.quota();
     let wait = decision.reset_after().as_nanos() as u64;
     let state = decision.state_word();
-    assert_eq!(limiter.peek_at(now + wait).remaining(), quota.capacity());
+    assert_eq!(peek_at(limiter, now_ns + wait).remaining(), quota.limit());
     if wait > slack_ns {
-        let sooner = quota.instant(now + wait - slack_ns - 1);
-        assert!(!quota.is_fresh(state, sooner), "{quota:?} at {now}+{wait}");
+        let sooner = quota.instant(at(now_ns + wait - slack_ns - 1));
+        assert!(
+            !quota.is_fresh(state, sooner),
+            "{quota:?} at {now_ns}+{wait}"
+        );
     }
     wait
 }
 
 /// Asserts that `remaining` at `now_ns` counts exactly the unit requests that pass on `state`: a
 /// cost of `remaining` passes and one more does not.
-pub fn assert_remaining_matches_step<A: Algorithm>(
-    quota: &A,
-    state: u64,
-    now_ns: u64,
-    remaining: u64,
-) {
-    let instant = quota.instant(now_ns);
+pub fn assert_remaining_matches_step<Q: Quota>(quota: &Q, state: u64, now_ns: u64, remaining: u64) {
+    let instant = quota.instant(at(now_ns));
     if remaining > 0 {
         assert!(matches!(
             quota.step(state, instant, remaining),
             Step::Allow(_)
         ));
     }
-    if remaining < quota.capacity() {
+    if remaining < quota.limit() {
         assert_eq!(quota.step(state, instant, remaining + 1), Step::Deny);
     }
 }
 
-/// Asserts that a fresh state admits the whole capacity at any reading, from the origin to
-/// `u64::MAX`, with nothing to wait for.
-pub fn assert_a_fresh_state_admits_the_capacity<A: Algorithm>(quota: &A) {
-    let capacity = quota.capacity();
-    for now_ns in [0, 1, SECOND_NS, 10 * YEAR_NS, TIME_HORIZON_NS, u64::MAX] {
-        let now = quota.instant(now_ns);
+/// Asserts that a fresh state admits the whole limit at any reading, from the origin to the
+/// horizon, with nothing to wait for.
+pub fn assert_a_fresh_state_admits_the_limit<Q: Quota>(quota: &Q) {
+    let limit = quota.limit();
+    for now_ns in [0, 1, SECOND_NS, 10 * YEAR_NS, HORIZON_NS - 1, HORIZON_NS] {
+        let now = quota.instant(at(now_ns));
         assert!(
-            matches!(quota.step(A::FRESH, now, capacity), Step::Allow(_)),
+            matches!(quota.step(Q::FRESH, now, limit), Step::Allow(_)),
             "{quota:?} at {now_ns}"
         );
-        assert!(quota.is_fresh(A::FRESH, now));
-        assert_eq!(quota.remaining(A::FRESH, now), capacity);
-        assert_eq!(quota.reset_after_ns(A::FRESH, now), 0);
-        assert_eq!(quota.retry_after_ns(A::FRESH, now, capacity), 0);
+        assert!(quota.is_fresh(Q::FRESH, now));
+        assert_eq!(quota.remaining(Q::FRESH, now), limit);
+        assert_eq!(quota.reset_after_ns(Q::FRESH, now), 0);
+        assert_eq!(quota.retry_after_ns(Q::FRESH, now, limit), 0);
     }
 }
 
-/// Asserts that a fresh limiter admits the whole capacity at once at `now_ns`, and then nothing.
-pub fn assert_a_fresh_limiter_admits_the_capacity_once<A: Algorithm>(quota: A, now_ns: u64) {
+/// Asserts that a fresh limiter admits the whole limit at once at `now_ns`, and then nothing.
+pub fn assert_a_fresh_limiter_admits_the_limit_once<Q: Quota>(quota: Q, now_ns: u64) {
     let limiter = limiter(quota);
-    let decision = limiter.check_n_at(quota.capacity(), now_ns).unwrap();
+    let decision = check_cost_at(&limiter, quota.limit(), now_ns);
     assert!(decision.is_allowed());
     assert_eq!(decision.remaining(), 0);
-    assert!(limiter.check_at(now_ns).is_denied());
+    assert!(limiter.check_at(at(now_ns)).is_denied());
 }
 
-/// Asserts, on a fresh `limiter` whose capacity is 4, that a cost of 5 is an error (not a
-/// denial) that consumes nothing, both when the capacity is there and once it is spent. Returns
-/// the `retry_after` of the denial of the whole capacity once spent.
-pub fn assert_a_cost_above_a_capacity_of_four_is_an_error<A: Algorithm>(
-    limiter: &Limiter<A, ManualClock>,
+/// Asserts, on a fresh `limiter` whose limit is 4, that a cost of 5 is an error (not a denial)
+/// that consumes nothing, both when the limit is there and once it is spent. Returns the
+/// `retry_after` of the denial of the whole limit once spent.
+pub fn assert_a_cost_above_a_limit_of_four_is_an_error<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
 ) -> Duration {
-    assert_eq!(limiter.policy().capacity(), 4);
-    let too_much = InsufficientCapacity {
-        cost: 5,
-        capacity: 4,
-    };
-    // On a fresh state, where a denial is impossible for any cost up to the capacity.
-    assert_eq!(limiter.check_n_at(5, 0).unwrap_err(), too_much);
-    assert_eq!(limiter.peek_n_at(5, 0).unwrap_err(), too_much);
+    assert_eq!(limiter.quota().limit(), 4);
+    let too_much = RequestError::CostAboveLimit { cost: 5, limit: 4 };
+    let origin = Timestamp::ORIGIN;
+    // On a fresh state, where a denial is impossible for any cost up to the limit.
+    assert_eq!(
+        limiter.check_with(Request::cost(5).at(origin)).unwrap_err(),
+        too_much
+    );
+    assert_eq!(
+        limiter.peek_with(Request::cost(5).at(origin)).unwrap_err(),
+        too_much
+    );
     // The error consumed nothing.
-    assert!(limiter.check_n_at(4, 0).unwrap().is_allowed());
-    // Once spent, the capacity is denied (not an error), and a larger cost is still an error.
-    let denied = limiter.check_n_at(4, 0).unwrap();
+    assert!(check_cost_at(limiter, 4, 0).is_allowed());
+    // Once spent, the limit is denied (not an error), and a larger cost is still an error.
+    let denied = check_cost_at(limiter, 4, 0);
     assert!(denied.is_denied());
-    assert_eq!(limiter.check_n_at(5, 0).unwrap_err(), too_much);
+    assert_eq!(
+        limiter.check_with(Request::cost(5).at(origin)).unwrap_err(),
+        too_much
+    );
     denied.retry_after()
 }
 
-/// Asserts that the pure step denies each of `costs` (all above the capacity) on each of
-/// `states` at the origin, without panicking.
-pub fn assert_the_step_denies_costs_above_the_capacity<A: Algorithm>(
-    quota: &A,
+/// Asserts that the pure step denies each of `costs` (all above the limit) on each of `states`
+/// at each of `readings_ns`, without panicking.
+pub fn assert_the_step_denies_costs_above_the_limit<Q: Quota>(
+    quota: &Q,
     states: &[u64],
+    readings_ns: &[u64],
     costs: &[u64],
 ) {
     for &state in states {
-        for &cost in costs {
-            assert!(cost > quota.capacity());
-            assert_eq!(quota.step(state, quota.instant(0), cost), Step::Deny);
+        for &now_ns in readings_ns {
+            for &cost in costs {
+                assert!(cost > quota.limit());
+                assert_eq!(
+                    quota.step(state, quota.instant(at(now_ns)), cost),
+                    Step::Deny,
+                    "{quota:?}: state {state:#x} at {now_ns}, cost {cost}"
+                );
+            }
         }
     }
 }
 
-/// Asserts, on a fresh `limiter` whose capacity is 2, that once spent a cost of zero still
-/// passes, reports nothing remaining and no wait, and changes nothing. Returns the denial that
-/// found it spent.
-pub fn assert_a_cost_of_zero_on_a_spent_limiter_changes_nothing<A: Algorithm>(
-    limiter: &Limiter<A, ManualClock>,
-) -> Decision<A> {
-    assert_eq!(limiter.policy().capacity(), 2);
-    assert!(limiter.check_n_at(2, 0).unwrap().is_allowed());
-    let spent = limiter.check_at(0);
+/// Asserts, on a fresh `limiter` whose limit is 2, that once spent a cost of zero still passes,
+/// reports nothing remaining and no wait, and changes nothing. Returns the denial that found it
+/// spent.
+pub fn assert_a_cost_of_zero_on_a_spent_limiter_changes_nothing<Q: Quota>(
+    limiter: &Limiter<Q, ManualClock>,
+) -> Decision<Q> {
+    assert_eq!(limiter.quota().limit(), 2);
+    assert!(check_cost_at(limiter, 2, 0).is_allowed());
+    let spent = limiter.check_at(Timestamp::ORIGIN);
     assert!(spent.is_denied());
-    let zero = limiter.check_n_at(0, 0).unwrap();
+    let zero = check_cost_at(limiter, 0, 0);
     assert!(zero.is_allowed());
     assert_eq!(zero.retry_after(), Duration::ZERO);
     assert_eq!(zero.remaining(), 0);
     assert_eq!(zero.state_word(), spent.state_word());
-    assert!(limiter.check_at(0).is_denied());
+    assert!(limiter.check_at(Timestamp::ORIGIN).is_denied());
     spent
 }
 
-/// Calls every pure method on (`state`, `now`), with costs from zero past the capacity: none may
+/// Calls every pure method on (`state`, `now`), with costs from zero past the limit: none may
 /// panic.
-pub fn call_every_method<A: Algorithm>(quota: &A, state: u64, now: A::Instant) {
-    let capacity = quota.capacity();
-    for cost in [0, 1, capacity, capacity + 1, u64::MAX] {
+pub fn call_every_method<Q: Quota>(quota: &Q, state: u64, now: Q::Instant) {
+    let limit = quota.limit();
+    for cost in [0, 1, limit, limit + 1, u64::MAX] {
         let _ = quota.step(state, now, cost);
     }
     let _ = quota.remaining(state, now);
     let _ = quota.reset_after_ns(state, now);
     let _ = quota.is_fresh(state, now);
-    for cost in [0, 1, capacity] {
+    for cost in [0, 1, limit] {
         let _ = quota.retry_after_ns(state, now, cost);
     }
 }
@@ -231,43 +280,219 @@ pub fn monotonic(readings: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-/// What the fixed- and sliding-window tests share: their quotas count per window and store a
-/// wrapping window index above the counts.
-// gcra.rs uses none of this module.
-#[allow(dead_code)]
+/// Asserts that readings past the horizon cannot be made (`from_ns` reports them), that a
+/// clock's own reading is clamped to the horizon instead, and that the horizon is the largest
+/// instant a quota has.
+pub fn assert_readings_past_the_horizon_cannot_be_made<Q: Quota>(quota: &Q)
+where
+    Q::Instant: PartialEq,
+{
+    for past in [HORIZON_NS + 1, 1 << 60, 1_800_000_000_000_000_000, u64::MAX] {
+        assert_eq!(
+            Timestamp::from_ns(past),
+            Err(TimestampError::PastHorizon { ns: past })
+        );
+        let clamped = Timestamp::saturating_from_ns(past);
+        assert_eq!(clamped, Timestamp::HORIZON);
+        assert_eq!(
+            quota.instant(clamped),
+            quota.instant(Timestamp::HORIZON),
+            "{quota:?}"
+        );
+    }
+    assert_eq!(Timestamp::from_ns(HORIZON_NS), Ok(Timestamp::HORIZON));
+}
+
+/// Asserts, on a limiter whose clock starts `before_ns` before the horizon and has used its
+/// whole limit there, that the clock stops at the horizon however far it is advanced, and that
+/// the limiter, judged there, admits nothing more than `at_horizon_at_most` units (what the last
+/// `before_ns` refilled) and then fails closed. Returns the clock.
+pub fn assert_a_limiter_at_the_horizon_fails_closed<Q: Quota>(
+    quota: Q,
+    before_ns: u64,
+    at_horizon_at_most: u64,
+) -> ManualClock {
+    let clock = ManualClock::starting_at(at(HORIZON_NS - before_ns));
+    let limiter = Limiter::with_clock(quota, clock.clone());
+    assert!(limiter
+        .check_with(Request::cost(quota.limit()))
+        .unwrap()
+        .is_allowed());
+    clock.advance(Duration::from_nanos(before_ns));
+    assert_eq!(clock.now(), Timestamp::HORIZON);
+    let mut at_horizon_admitted = 0;
+    while limiter.check().is_allowed() {
+        at_horizon_admitted += 1;
+        assert!(
+            at_horizon_admitted <= at_horizon_at_most,
+            "{quota:?}: {at_horizon_admitted} admitted at the horizon"
+        );
+    }
+    for step in [
+        Duration::from_nanos(1),
+        Duration::from_secs(1),
+        Duration::from_nanos(YEAR_NS),
+        Duration::MAX,
+    ] {
+        clock.advance(step);
+        assert_eq!(clock.now(), Timestamp::HORIZON);
+        let decision = limiter.check();
+        assert!(decision.is_denied(), "{quota:?} after {step:?} more");
+        assert_eq!(decision.remaining(), 0);
+        let _ = decision.headers();
+    }
+    assert!(limiter.check_at(Timestamp::HORIZON).is_denied());
+    clock
+}
+
+/// Asserts that raw readings rejected as timestamps (past the horizon) leave a limiter's state
+/// alone: a limiter fed a schedule with such readings mixed in decides, at every correct reading,
+/// exactly as a fresh limiter fed only the correct ones.
+pub fn assert_a_rejected_timestamp_leaves_the_state_alone<Q: Quota>(quota: Q) {
+    let mut rng = StdRng::seed_from_u64(11);
+    let with_rejected = limiter(quota);
+    let correct_only = limiter(quota);
+    let mut now = rng.gen_range(0..YEAR_NS);
+    let (mut rejected, mut checked) = (0, 0);
+    for _ in 0..2_000 {
+        let raw_ns = match rng.gen_range(0..4) {
+            // A Unix-epoch time in nanoseconds, an uninitialised value, just past the horizon.
+            0 => [1_800_000_000_000_000_000, u64::MAX, HORIZON_NS + 1][rng.gen_range(0..3)],
+            _ => {
+                now += rng.gen_range(0..=SECOND_NS);
+                now
+            }
+        };
+        let cost = rng.gen_range(1..=quota.limit());
+        let Ok(reading) = Timestamp::from_ns(raw_ns) else {
+            assert_eq!(
+                Timestamp::from_ns(raw_ns),
+                Err(TimestampError::PastHorizon { ns: raw_ns })
+            );
+            rejected += 1;
+            continue;
+        };
+        checked += 1;
+        let request = Request::cost(cost).at(reading);
+        let actual = with_rejected.check_with(request).unwrap();
+        let expected = correct_only.check_with(request).unwrap();
+        assert_eq!(actual.is_allowed(), expected.is_allowed(), "{quota:?}");
+        assert_eq!(actual.state_word(), expected.state_word());
+        assert_eq!(actual.remaining(), expected.remaining());
+        assert_eq!(actual.retry_after(), expected.retry_after());
+        assert_eq!(actual.reset_after(), expected.reset_after());
+    }
+    assert!(rejected > 100 && checked > 100);
+}
+
+/// The proptest configuration of the property tests: a fixed seed keeps CI deterministic; set
+/// `PROPTEST_RNG_SEED` to explore other cases.
+pub fn proptest_config(cases: u32) -> Config {
+    let mut config = Config::with_cases(cases);
+    config.failure_persistence = None;
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = RngSeed::Fixed(0x6e61_6e6f_6c69_6d69);
+    }
+    config
+}
+
+/// Any reading from the origin to the horizon, weighted towards both ends.
+pub fn any_reading() -> impl Strategy<Value = Timestamp> {
+    prop_oneof![
+        2 => 0..=HORIZON_NS,
+        1 => 0..=SECOND_NS,
+        1 => HORIZON_NS - SECOND_NS..=HORIZON_NS,
+        1 => Just(HORIZON_NS),
+        1 => Just(0u64),
+    ]
+    .prop_map(at)
+}
+
+/// Any state word, weighted towards the edges of the `u64` range.
+pub fn any_state() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        4 => any::<u64>(),
+        1 => Just(0u64),
+        1 => u64::MAX - 16..=u64::MAX,
+        1 => 0..=1u64 << 20,
+    ]
+}
+
+/// Any cost, weighted towards the quota's `limit` (on both sides of it) and towards `u64::MAX`.
+pub fn any_cost(limit: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => any::<u64>(),
+        2 => limit.saturating_sub(2)..=limit.saturating_add(2),
+        2 => u64::MAX - 2..=u64::MAX,
+        1 => 0..=limit,
+        1 => Just(0u64),
+    ]
+}
+
+/// The invariants every quota keeps for any input (the test profile keeps overflow checks on,
+/// so an overflow panics): `step` denies every cost above the limit, never writes the keyed
+/// table's two slot markers (`u64::MAX` and `u64::MAX - 1`), and the other pure methods run
+/// without panicking, `remaining` within the limit.
+pub fn check_every_method_on_any_input<Q: Quota>(
+    quota: &Q,
+    state: u64,
+    now: Timestamp,
+    cost: u64,
+) -> Result<(), TestCaseError> {
+    let instant = quota.instant(now);
+    let limit = quota.limit();
+    let step = quota.step(state, instant, cost);
+    if cost > limit {
+        prop_assert_eq!(step, Step::Deny, "cost {} above the limit {}", cost, limit);
+    }
+    if let Step::Allow(word) = step {
+        prop_assert!(
+            word < u64::MAX - 1,
+            "a slot marker was written: {:#x}",
+            word
+        );
+    }
+    let remaining = quota.remaining(state, instant);
+    prop_assert!(
+        remaining <= limit,
+        "remaining {} above the limit",
+        remaining
+    );
+    let _ = quota.reset_after_ns(state, instant);
+    let _ = quota.is_fresh(state, instant);
+    let _ = quota.retry_after_ns(state, instant, cost.min(limit));
+    let _ = quota.retry_after_ns(state, instant, cost % (limit + 1));
+    Ok(())
+}
+
+/// What the fixed- and sliding-window tests share: their quotas count per window and store their
+/// window index modulo a documented wrap.
 pub mod window {
-    use super::{limiter, monotonic, random_schedule, SECOND_NS, YEAR_NS};
-    use nanolimit::{
-        fixed_window, sliding_window, Algorithm, Clock, Decision, FixedWindow, Limiter,
-        ManualClock, QuotaError, SlidingWindow, Step, WindowInstant, TIME_HORIZON_NS,
+    use super::{
+        at, check_cost_at, limiter, monotonic, peek_at, random_schedule, HORIZON_NS, SECOND_NS,
+        YEAR_NS,
     };
+    use nanolimit::quota::WindowInstant;
+    use nanolimit::{
+        Decision, FixedWindow, Limiter, ManualClock, Quota, QuotaError, SlidingWindow, Step,
+        Timestamp,
+    };
+    use proptest::prelude::*;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
     use std::time::Duration;
 
-    /// Clock readings at the edges: the origin, near and past the time horizon, the largest value.
-    pub const EXTREME_READINGS_NS: [u64; 6] = [
-        0,
-        1,
-        TIME_HORIZON_NS - 1,
-        TIME_HORIZON_NS,
-        1 << 62,
-        u64::MAX,
-    ];
-
-    /// A window quota, its constructors and bounds, and the layout of its state word.
-    pub trait WindowQuota: Algorithm<Instant = WindowInstant> + PartialEq {
+    /// A window quota, its constructors and its public bounds.
+    pub trait WindowQuota: Quota<Instant = WindowInstant> + PartialEq {
         /// The largest limit per window.
         const MAX_LIMIT: u64;
         /// The shortest window.
-        const MIN_WINDOW_NS: u64;
-        /// The bit where the stored window index starts.
-        const WINDOW_INDEX_SHIFT: u32;
-        /// The stored window index's mask (after shifting down).
-        const WINDOW_INDEX_MASK: u64;
-        /// For quotas whose index wraps, how many windows back a reading still counts as
-        /// behind the stored window.
-        const BACKWARD_WINDOWS: u64;
+        const MIN_WINDOW: Duration;
+        /// The documented modulus of the stored window index (2^24 sliding, 2^40 fixed).
+        const INDEX_WRAP: u64;
+        /// The documented `backward_windows()` of quotas whose index wraps before the horizon
+        /// (2^16 sliding, 2^30 fixed).
+        const WRAPPING_BACKWARD_WINDOWS: u64;
 
         /// `limit` per `window`.
         fn new(limit: u64, window: Duration) -> Result<Self, QuotaError>;
@@ -277,8 +502,6 @@ pub mod window {
         fn per_minute(limit: u64) -> Result<Self, QuotaError>;
         /// `limit` per hour.
         fn per_hour(limit: u64) -> Result<Self, QuotaError>;
-        /// The limit per window.
-        fn limit(&self) -> u64;
         /// The window length.
         fn window(&self) -> Duration;
         /// How many windows back a reading still counts as behind the stored window, for this
@@ -290,21 +513,20 @@ pub mod window {
             self.window().as_nanos() as u64
         }
 
-        /// The window index stored in a state word.
-        fn stored_index(state: u64) -> u64 {
-            state >> Self::WINDOW_INDEX_SHIFT
+        /// The shortest window in nanoseconds.
+        fn min_window_ns() -> u64 {
+            Self::MIN_WINDOW.as_nanos() as u64
         }
     }
 
-    /// Implements [`WindowQuota`] for a window quota type from the constants of its module.
+    /// Implements [`WindowQuota`] for a window quota type.
     macro_rules! window_quota {
-        ($quota:ident, $module:ident) => {
+        ($quota:ident, index_bits: $index_bits:expr, wrapping_backward_bits: $backward_bits:expr) => {
             impl WindowQuota for $quota {
-                const MAX_LIMIT: u64 = $module::MAX_LIMIT;
-                const MIN_WINDOW_NS: u64 = $module::MIN_WINDOW_NS;
-                const WINDOW_INDEX_SHIFT: u32 = $module::WINDOW_INDEX_SHIFT;
-                const WINDOW_INDEX_MASK: u64 = $module::WINDOW_INDEX_MASK;
-                const BACKWARD_WINDOWS: u64 = $module::BACKWARD_WINDOWS;
+                const MAX_LIMIT: u64 = $quota::MAX_LIMIT;
+                const MIN_WINDOW: Duration = $quota::MIN_WINDOW;
+                const INDEX_WRAP: u64 = 1 << $index_bits;
+                const WRAPPING_BACKWARD_WINDOWS: u64 = 1 << $backward_bits;
 
                 fn new(limit: u64, window: Duration) -> Result<Self, QuotaError> {
                     $quota::new(limit, window)
@@ -318,9 +540,6 @@ pub mod window {
                 fn per_hour(limit: u64) -> Result<Self, QuotaError> {
                     $quota::per_hour(limit)
                 }
-                fn limit(&self) -> u64 {
-                    $quota::limit(self)
-                }
                 fn window(&self) -> Duration {
                     $quota::window(self)
                 }
@@ -331,27 +550,31 @@ pub mod window {
         };
     }
 
-    window_quota!(FixedWindow, fixed_window);
-    window_quota!(SlidingWindow, sliding_window);
+    window_quota!(FixedWindow, index_bits: 40, wrapping_backward_bits: 30);
+    window_quota!(SlidingWindow, index_bits: 24, wrapping_backward_bits: 16);
 
     /// Asserts that each invalid window quota is rejected with its own error (`too_short_ns`
-    /// lists windows below the shortest), and that the extremes themselves are accepted.
-    /// Returns the quota with the longest window.
+    /// lists windows below the shortest), that the errors read as people write durations, and
+    /// that the extremes themselves are accepted. Returns the quota with the longest window.
     pub fn assert_every_invalid_window_quota_is_rejected<W: WindowQuota>(
         too_short_ns: &[u64],
     ) -> W {
-        let (max_limit, min_window_ns) = (W::MAX_LIMIT, W::MIN_WINDOW_NS);
-        assert_eq!(W::per_second(0), Err(QuotaError::ZeroBurst));
+        let (max_limit, min_window_ns) = (W::MAX_LIMIT, W::min_window_ns());
+        assert_eq!(W::per_second(0), Err(QuotaError::ZeroLimit));
+        assert_eq!(
+            W::new(0, Duration::from_secs(1)),
+            Err(QuotaError::ZeroLimit)
+        );
         assert_eq!(
             W::per_minute(max_limit + 1),
-            Err(QuotaError::BurstTooLarge {
+            Err(QuotaError::LimitTooLarge {
                 requested: max_limit + 1,
                 max: max_limit
             })
         );
         assert_eq!(
             W::per_hour(u64::MAX),
-            Err(QuotaError::BurstTooLarge {
+            Err(QuotaError::LimitTooLarge {
                 requested: u64::MAX,
                 max: max_limit
             })
@@ -361,28 +584,55 @@ pub mod window {
             assert!(too_short < min_window_ns);
             assert_eq!(
                 W::new(5, Duration::from_nanos(too_short)),
-                Err(QuotaError::WindowTooShort {
-                    min_ns: min_window_ns
-                })
+                Err(QuotaError::WindowTooShort { min: W::MIN_WINDOW })
             );
         }
         let period_too_long = Err(QuotaError::PeriodTooLong {
-            max_ns: TIME_HORIZON_NS,
+            max: Timestamp::HORIZON.since_origin(),
         });
         assert_eq!(
-            W::new(5, Duration::from_nanos(TIME_HORIZON_NS + 1)),
+            W::new(5, Duration::from_nanos(HORIZON_NS + 1)),
             period_too_long
         );
         assert_eq!(W::new(5, Duration::MAX), period_too_long);
+        assert_eq!(
+            W::new(5, Duration::MAX).unwrap_err().to_string(),
+            "quota period is longer than the supported maximum of 18.3 years"
+        );
+        let too_short = W::new(5, Duration::from_nanos(1)).unwrap_err().to_string();
+        assert!(
+            too_short.ends_with(&format!(
+                "of {}",
+                if min_window_ns == 1_000 {
+                    "1 µs"
+                } else {
+                    "1 ms"
+                }
+            )),
+            "{too_short}"
+        );
         // The extremes themselves are accepted.
-        let shortest = W::new(max_limit, Duration::from_nanos(min_window_ns)).unwrap();
+        let shortest = W::new(max_limit, W::MIN_WINDOW).unwrap();
         assert_eq!(shortest.limit(), max_limit);
-        assert_eq!(shortest.capacity(), max_limit);
-        assert_eq!(shortest.window(), Duration::from_nanos(min_window_ns));
-        let longest = W::new(1, Duration::from_nanos(TIME_HORIZON_NS)).unwrap();
-        assert_eq!(longest.window(), Duration::from_nanos(TIME_HORIZON_NS));
-        assert!(limiter(longest).check_at(u64::MAX).is_allowed());
+        assert_eq!(shortest.window(), W::MIN_WINDOW);
+        let longest = W::new(1, Timestamp::HORIZON.since_origin()).unwrap();
+        assert_eq!(longest.window(), Duration::from_nanos(HORIZON_NS));
+        assert!(limiter(longest).check_at(Timestamp::HORIZON).is_allowed());
         longest
+    }
+
+    /// Any valid quota: limits from one to the largest, windows from the shortest to the horizon.
+    pub fn any_window_quota<W: WindowQuota>() -> impl Strategy<Value = W> {
+        let min_window_ns = W::min_window_ns();
+        let limit = prop_oneof![1u64..=4, 1..=W::MAX_LIMIT, Just(W::MAX_LIMIT)];
+        let window_ns = prop_oneof![
+            Just(min_window_ns),
+            min_window_ns..=SECOND_NS,
+            min_window_ns..=HORIZON_NS,
+            Just(HORIZON_NS),
+        ];
+        (limit, window_ns)
+            .prop_map(|(limit, window_ns)| W::new(limit, Duration::from_nanos(window_ns)).unwrap())
     }
 
     /// [`random_schedule`] with gaps from a few nanoseconds to three windows (some ending just
@@ -394,7 +644,7 @@ pub mod window {
         visit: impl FnMut(&Limiter<W, ManualClock>, u64, u64, &Decision<W>),
     ) {
         let window_ns = quota.window_ns();
-        let limit = quota.capacity();
+        let limit = quota.limit();
         let unit_ns = (window_ns / limit).max(1);
         let next = move |rng: &mut StdRng, now: u64| {
             let gap_ns = match rng.gen_range(0..8) {
@@ -417,25 +667,23 @@ pub mod window {
 
     /// Fills `limiter` in window `index` and returns the reading used.
     pub fn fill_window<W: WindowQuota>(limiter: &Limiter<W, ManualClock>, index: u64) -> u64 {
-        let quota = limiter.policy();
-        let at = index * quota.window_ns() + quota.window_ns() / 3;
-        assert!(limiter
-            .check_n_at(quota.capacity(), at)
-            .unwrap()
-            .is_allowed());
-        at
+        let quota = limiter.quota();
+        let reading = index * quota.window_ns() + quota.window_ns() / 3;
+        assert!(check_cost_at(limiter, quota.limit(), reading).is_allowed());
+        reading
     }
 
     /// How many windows a reading may lag behind a stored window and still be read as behind it,
-    /// as the module documentation states it: for quotas whose last window index before the
-    /// time horizon leaves `BACKWARD_WINDOWS` to spare in the index mask (no wrap), everything
-    /// the mask leaves above that last index; else `BACKWARD_WINDOWS`.
+    /// as the quota module's documentation states it: for quotas whose last window index before
+    /// the horizon leaves the wrapping figure to spare below the index wrap (no wrap), every
+    /// index the wrap leaves above that last index; else the wrapping figure.
     pub fn documented_backward_windows<W: WindowQuota>(quota: &W) -> u64 {
-        let last_index = TIME_HORIZON_NS / quota.window_ns();
-        if last_index < W::WINDOW_INDEX_MASK - W::BACKWARD_WINDOWS {
-            W::WINDOW_INDEX_MASK - last_index
+        let last_index = HORIZON_NS / quota.window_ns();
+        let largest_index = W::INDEX_WRAP - 1;
+        if last_index < largest_index - W::WRAPPING_BACKWARD_WINDOWS {
+            largest_index - last_index
         } else {
-            W::BACKWARD_WINDOWS
+            W::WRAPPING_BACKWARD_WINDOWS
         }
     }
 
@@ -445,12 +693,30 @@ pub mod window {
         for &(window, backward_windows) in cases {
             let quota = W::new(5, window).unwrap();
             assert_eq!(quota.backward_windows(), backward_windows, "{window:?}");
+            assert_eq!(documented_backward_windows(&quota), backward_windows);
         }
     }
 
+    /// The metadata a quota reports for `state` at `now`: (remaining, reset_after, retry_after
+    /// of one unit and of the whole limit, fresh).
+    fn metadata<W: WindowQuota>(
+        quota: &W,
+        state: u64,
+        now: WindowInstant,
+    ) -> (u64, u64, u64, u64, bool) {
+        (
+            quota.remaining(state, now),
+            quota.reset_after_ns(state, now),
+            quota.retry_after_ns(state, now, 1),
+            quota.retry_after_ns(state, now, quota.limit()),
+            quota.is_fresh(state, now),
+        )
+    }
+
     /// Asserts that `backward_windows` is the documented figure for every quota, and that a
-    /// spent window read at readings behind it, down to the origin where the quota's index
-    /// never wraps, stays spent and is never overwritten by a smaller word.
+    /// spent window read at readings behind it, down to the origin where the quota's index never
+    /// wraps, stays spent, reports exactly what a reading at the stored window's start reports,
+    /// and is never overwritten.
     pub fn assert_a_reading_behind_the_stored_window_grants_nothing<W: WindowQuota>(
         quotas: Vec<W>,
     ) {
@@ -459,16 +725,21 @@ pub mod window {
             let backward_windows = documented_backward_windows(&quota);
             assert_eq!(quota.backward_windows(), backward_windows, "{quota:?}");
             let window_ns = quota.window_ns();
-            let last_index = TIME_HORIZON_NS / window_ns;
-            if last_index < W::WINDOW_INDEX_MASK - W::BACKWARD_WINDOWS {
+            let last_index = HORIZON_NS / window_ns;
+            if last_index < W::INDEX_WRAP - 1 - W::WRAPPING_BACKWARD_WINDOWS {
                 never_wrapping += 1;
-                assert!(backward_windows >= last_index.min(W::BACKWARD_WINDOWS));
+                assert!(backward_windows >= last_index.min(W::WRAPPING_BACKWARD_WINDOWS));
             }
             // A window late in the horizon, spent.
             let start = last_index - 2;
             let limiter = limiter(quota);
             let filled_at = fill_window(&limiter, start);
-            let state = limiter.peek_at(filled_at).state_word();
+            let state = peek_at(&limiter, filled_at).state_word();
+            let at_start = quota.instant(at(start * window_ns));
+            let expected = metadata(&quota, state, at_start);
+            assert_eq!(expected.0, 0);
+            assert!(!expected.4);
+            let start_decision = limiter.check_at(at(start * window_ns));
             for back in [
                 1,
                 2,
@@ -482,24 +753,27 @@ pub mod window {
                 else {
                     continue;
                 };
-                for at in [index * window_ns, index * window_ns + window_ns / 2] {
-                    let now = quota.instant(at);
-                    assert!(!quota.is_fresh(state, now), "{quota:?}: {back} back");
-                    assert_eq!(quota.remaining(state, now), 0, "{quota:?}: {back} back");
-                    assert!(
-                        quota.retry_after_ns(state, now, 1)
-                            >= back.saturating_sub(1).saturating_mul(window_ns),
+                for reading in [index * window_ns, index * window_ns + window_ns / 2] {
+                    let now = quota.instant(at(reading));
+                    assert_eq!(
+                        metadata(&quota, state, now),
+                        expected,
                         "{quota:?}: {back} back"
                     );
-                    assert!(limiter.check_at(at).is_denied(), "{quota:?}: {back} back");
-                    assert_eq!(limiter.peek_at(filled_at).state_word(), state);
+                    assert_eq!(quota.step(state, now, 1), Step::Deny);
+                    let decision = limiter.check_at(at(reading));
+                    assert!(decision.is_denied(), "{quota:?}: {back} back");
+                    assert_eq!(decision.remaining(), 0);
+                    assert_eq!(decision.retry_after(), start_decision.retry_after());
+                    assert_eq!(decision.reset_after(), start_decision.reset_after());
+                    assert_eq!(peek_at(&limiter, filled_at).state_word(), state);
                 }
             }
             // One window further back is the documented limit: it reads as a key idle for a
             // very long time.
             if let Some(index) = start.checked_sub(backward_windows + 1) {
                 assert!(
-                    quota.is_fresh(state, quota.instant(index * window_ns)),
+                    quota.is_fresh(state, quota.instant(at(index * window_ns))),
                     "{quota:?}"
                 );
             }
@@ -507,31 +781,123 @@ pub mod window {
         assert!(never_wrapping > 0, "no quota whose index never wraps");
     }
 
+    /// Asserts, over random schedules, what an earlier reading (by at most the quota's backward
+    /// windows) reports on the state a check left: never more remaining than the latest reading,
+    /// and nothing admitted that the latest reading denies; behind the stored window, exactly
+    /// what a reading at the stored window's start reports; in or after it, waits that end when
+    /// the latest reading's end (or before the latest reading).
+    pub fn assert_an_earlier_reading_sees_no_more_than_the_latest<W: WindowQuota>(quotas: Vec<W>) {
+        let (mut behind, mut within) = (0, 0);
+        for (index, quota) in quotas.into_iter().enumerate() {
+            let window_ns = quota.window_ns();
+            let backward_ns = quota.backward_windows().saturating_mul(window_ns);
+            let mut rng = StdRng::seed_from_u64(300 + index as u64);
+            // The window the state word stores: that of the last admitted check of a cost.
+            let mut stored_window = None;
+            random_window_schedule(
+                quota,
+                400 + index as u64,
+                2_000,
+                |_, now, cost, decision| {
+                    if decision.is_allowed() && cost > 0 {
+                        stored_window = Some(now / window_ns);
+                    }
+                    let state = decision.state_word();
+                    let latest = quota.instant(at(now));
+                    for _ in 0..4 {
+                        let back = match rng.gen_range(0..4) {
+                            0 => rng.gen_range(0..=3),
+                            1 => rng.gen_range(0..=window_ns),
+                            2 => rng.gen_range(0..=3 * window_ns),
+                            _ => rng.gen_range(0..=backward_ns),
+                        };
+                        let reading = now.saturating_sub(back);
+                        let earlier = quota.instant(at(reading));
+                        let context =
+                            format!("{quota:?}: state {state:#x} at {reading}, latest {now}");
+                        assert!(
+                            quota.remaining(state, earlier) <= quota.remaining(state, latest),
+                            "{context}"
+                        );
+                        if let Step::Allow(_) = quota.step(state, earlier, cost) {
+                            assert!(
+                                matches!(quota.step(state, latest, cost), Step::Allow(_)),
+                                "{context}: cost {cost}"
+                            );
+                        }
+                        match stored_window {
+                            Some(stored) if reading / window_ns < stored => {
+                                behind += 1;
+                                let start = quota.instant(at(stored * window_ns));
+                                assert_eq!(
+                                    metadata(&quota, state, earlier),
+                                    metadata(&quota, state, start),
+                                    "{context}"
+                                );
+                                assert_eq!(
+                                    quota.retry_after_ns(state, earlier, cost),
+                                    quota.retry_after_ns(state, start, cost),
+                                    "{context}: cost {cost}"
+                                );
+                                assert_eq!(
+                                    quota.step(state, earlier, cost) == Step::Deny,
+                                    quota.step(state, start, cost) == Step::Deny,
+                                    "{context}: cost {cost}"
+                                );
+                            }
+                            _ => {
+                                within += 1;
+                                // Judged at the reading itself: waiting from it ends at the same
+                                // moment as waiting from the latest one, unless before it.
+                                let retry_ns = quota.retry_after_ns(state, earlier, cost);
+                                assert_eq!(
+                                    (reading + retry_ns).max(now),
+                                    now + quota.retry_after_ns(state, latest, cost),
+                                    "{context}: cost {cost}"
+                                );
+                                let reset_ns = quota.reset_after_ns(state, earlier);
+                                assert_eq!(
+                                    (reading + reset_ns).max(now),
+                                    now + quota.reset_after_ns(state, latest),
+                                    "{context}"
+                                );
+                            }
+                        }
+                    }
+                },
+            );
+        }
+        assert!(
+            behind > 1_000 && within > 1_000,
+            "{behind} behind, {within} within"
+        );
+    }
+
     /// Asserts that a written state word is greater than the one it replaces unless the window
     /// index wrapped: the reading is in a later window than the stored one (by absolute index,
-    /// which the test knows) and the new index's stored residue is smaller. A reading behind
-    /// the stored window, by as many windows as the quota reads as behind, never makes the word
-    /// smaller. Both kinds of reading, and wraps, must be exercised.
+    /// which the test knows) and the new index's residue modulo the wrap is smaller than the
+    /// stored one's. A reading behind the stored window, by as many windows as the quota reads as
+    /// behind, never makes the word smaller. Both kinds of reading, and wraps, must be exercised.
     pub fn assert_a_written_state_grows_unless_the_index_wrapped<W: WindowQuota>(quotas: Vec<W>) {
         let mut rng = StdRng::seed_from_u64(7);
         let (mut wrapped, mut behind) = (0, 0);
         for quota in quotas {
             let window_ns = quota.window_ns();
-            let limit = quota.capacity();
+            let limit = quota.limit();
             let backward_windows = documented_backward_windows(&quota);
             let backward_ns = backward_windows.saturating_mul(window_ns);
             for _ in 0..20_000 {
-                let now_ns = rng.gen_range(0..=TIME_HORIZON_NS);
-                let now = quota.instant(now_ns);
+                let now_ns = rng.gen_range(0..=HORIZON_NS);
+                let now = quota.instant(at(now_ns));
                 // A state written a few windows before or after now, or at any time at most the
                 // quota's backward windows after now (any time at all for quotas whose index
                 // never wraps).
                 let written_at = match rng.gen_range(0..3) {
                     0 => now_ns.saturating_sub(rng.gen_range(0..=3 * window_ns)),
-                    1 => now_ns + rng.gen_range(0..=3 * window_ns),
-                    _ => rng.gen_range(0..=now_ns.saturating_add(backward_ns).min(TIME_HORIZON_NS)),
+                    1 => (now_ns + rng.gen_range(0..=3 * window_ns)).min(HORIZON_NS),
+                    _ => rng.gen_range(0..=now_ns.saturating_add(backward_ns).min(HORIZON_NS)),
                 };
-                let written_index = quota.instant(written_at).window_index();
+                let written_index = quota.instant(at(written_at)).window_index();
                 if written_index > now.window_index() {
                     let lag = written_index - now.window_index();
                     if lag > backward_windows {
@@ -541,7 +907,9 @@ pub mod window {
                 let mut state = W::FRESH;
                 for _ in 0..rng.gen_range(0..3) {
                     let cost = rng.gen_range(1..=limit);
-                    if let Step::Allow(next) = quota.step(state, quota.instant(written_at), cost) {
+                    if let Step::Allow(next) =
+                        quota.step(state, quota.instant(at(written_at)), cost)
+                    {
                         state = next;
                     }
                 }
@@ -558,19 +926,18 @@ pub mod window {
                     continue;
                 }
                 // Only a window index that wrapped may make the word smaller: now is a later
-                // window than the stored one, and its stored residue is smaller.
+                // window than the stored one, and its residue is smaller.
                 wrapped += 1;
+                assert_ne!(state, W::FRESH);
                 assert!(
                     now.window_index() > written_index,
                     "{quota:?}: {state:#x} -> {written:#x} at a reading {} windows behind",
                     written_index - now.window_index()
                 );
-                let now_index = now.window_index() & W::WINDOW_INDEX_MASK;
                 assert!(
-                    now_index < W::stored_index(state),
+                    now.window_index() % W::INDEX_WRAP < written_index % W::INDEX_WRAP,
                     "{quota:?}: {state:#x} -> {written:#x}"
                 );
-                assert_eq!(W::stored_index(written), now_index);
             }
         }
         assert!(wrapped > 0, "no wrapped index was exercised");
@@ -580,55 +947,48 @@ pub mod window {
         );
     }
 
-    /// Calls every pure method on the edge states and random ones, at extreme and random
-    /// readings: none may panic.
+    /// Calls every pure method on edge states and random ones, at extreme and random readings:
+    /// none may panic.
     pub fn assert_no_input_makes_a_step_panic<W: WindowQuota>(quotas: Vec<W>) {
         let mut rng = StdRng::seed_from_u64(8);
         for quota in quotas {
-            let mut states: Vec<u64> = vec![0, 1, u64::MAX, u64::MAX - 1, W::WINDOW_INDEX_MASK];
+            let mut states: Vec<u64> = vec![0, 1, u64::MAX, u64::MAX - 1, W::INDEX_WRAP - 1];
             states.extend((0..200).map(|_| rng.gen::<u64>()));
-            let mut readings: Vec<u64> = EXTREME_READINGS_NS.to_vec();
-            readings.extend((0..200).map(|_| rng.gen::<u64>()));
+            let mut readings: Vec<u64> = vec![0, 1, HORIZON_NS - 1, HORIZON_NS];
+            readings.extend((0..200).map(|_| rng.gen_range(0..=HORIZON_NS)));
             for &state in &states {
                 for &reading in &readings {
-                    super::call_every_method(&quota, state, quota.instant(reading));
+                    super::call_every_method(&quota, state, quota.instant(at(reading)));
                 }
             }
         }
     }
 
-    /// Asserts that readings past the time horizon are clamped to it and that a limiter there
-    /// admits one window's limit and then denies, whatever the clock does. Returns the clock,
-    /// advanced as far as it goes.
-    pub fn assert_readings_past_the_horizon_are_clamped<W: WindowQuota>(quota: W) -> ManualClock {
-        let at_horizon = quota.instant(TIME_HORIZON_NS);
-        for past in [TIME_HORIZON_NS + 1, 1 << 60, u64::MAX] {
-            assert_eq!(quota.instant(past), at_horizon);
-        }
+    /// Asserts that readings past the horizon cannot be made, that the horizon falls in the
+    /// window it should, and that a limiter there admits one window's limit and then denies,
+    /// whatever the clock does. Returns the clock, advanced as far as it goes.
+    pub fn assert_readings_past_the_horizon_cannot_be_made<W: WindowQuota>(
+        quota: W,
+    ) -> ManualClock {
+        super::assert_readings_past_the_horizon_cannot_be_made(&quota);
+        let at_horizon = quota.instant(Timestamp::HORIZON);
         assert_eq!(
             (at_horizon.window_index(), at_horizon.elapsed_ns()),
             (
-                TIME_HORIZON_NS / quota.window_ns(),
-                TIME_HORIZON_NS % quota.window_ns(),
+                HORIZON_NS / quota.window_ns(),
+                HORIZON_NS % quota.window_ns()
             )
         );
-        let clock = ManualClock::starting_at(TIME_HORIZON_NS);
-        let limiter = Limiter::with_clock(quota, clock.clone());
-        assert!(limiter.check_n(quota.capacity()).unwrap().is_allowed());
-        for step_ns in [1, SECOND_NS, YEAR_NS, u64::MAX] {
-            clock.advance_ns(step_ns);
-            let decision = limiter.check();
-            assert!(decision.is_denied(), "{quota:?} at {}", clock.now_ns());
-            let _ = decision.headers();
-        }
-        clock
+        // Nothing refills within the horizon's own window.
+        let before_ns = (HORIZON_NS % quota.window_ns()).min(SECOND_NS);
+        super::assert_a_limiter_at_the_horizon_fails_closed(quota, before_ns, 0)
     }
 
     /// Asserts that a limiter shifted by ten years of whole windows decides exactly as one at the
     /// origin, over a random schedule seeded with `seed`.
     pub fn assert_ten_years_later_behaves_as_at_the_origin<W: WindowQuota>(quota: W, seed: u64) {
         let window_ns = quota.window_ns();
-        let limit = quota.capacity();
+        let limit = quota.limit();
         // Windows are aligned to the clock's origin: shift by whole windows.
         let offset = 10 * YEAR_NS / window_ns * window_ns;
         let origin = limiter(quota);
@@ -643,8 +1003,8 @@ pub mod window {
                 _ => rng.gen_range(0..=2 * window_ns),
             };
             let cost = rng.gen_range(1..=limit.div_ceil(4));
-            let expected = origin.check_n_at(cost, now).unwrap();
-            let actual = shifted.check_n_at(cost, offset + now).unwrap();
+            let expected = check_cost_at(&origin, cost, now);
+            let actual = check_cost_at(&shifted, cost, offset + now);
             assert_eq!(
                 actual.is_allowed(),
                 expected.is_allowed(),
@@ -656,13 +1016,14 @@ pub mod window {
         }
     }
 
-    /// Asserts that a full window read up to `BACKWARD_WINDOWS` windows earlier (a clock that
-    /// stepped back) is still spent, further back reads as idle, and an index that aliases one
-    /// `BACKWARD_WINDOWS` back after a wrap is not fresh either.
+    /// Asserts, for a quota whose index wraps, that a full window read up to its backward
+    /// windows earlier (a clock that stepped back) is still spent, further back reads as idle,
+    /// and an index that aliases one `backward_windows` back after a wrap is not fresh either.
     pub fn assert_an_index_ahead_of_now_is_a_clock_that_stepped_back<W: WindowQuota>(quota: W) {
         let window_ns = quota.window_ns();
-        let index_wrap = W::WINDOW_INDEX_MASK + 1;
-        let backward_windows = W::BACKWARD_WINDOWS;
+        let index_wrap = W::INDEX_WRAP;
+        let backward_windows = quota.backward_windows();
+        assert_eq!(backward_windows, W::WRAPPING_BACKWARD_WINDOWS);
         for start in [
             3,
             backward_windows + 7,
@@ -671,43 +1032,43 @@ pub mod window {
         ] {
             let limiter = limiter(quota);
             let filled_at = fill_window(&limiter, start);
-            let state = limiter.peek_at(filled_at).state_word();
-            // Up to BACKWARD_WINDOWS windows back (as far as the origin allows): still spent.
+            let state = peek_at(&limiter, filled_at).state_word();
+            // Up to backward_windows windows back (as far as the origin allows): still spent.
             for back in [1, 2, 1_000, backward_windows] {
                 let Some(index) = start.checked_sub(back) else {
                     continue;
                 };
-                for at in [index * window_ns, index * window_ns + window_ns - 1] {
-                    let now = quota.instant(at);
+                for reading in [index * window_ns, index * window_ns + window_ns - 1] {
+                    let now = quota.instant(at(reading));
                     assert!(!quota.is_fresh(state, now));
                     assert_eq!(quota.remaining(state, now), 0);
-                    let decision = limiter.check_at(at);
+                    let decision = limiter.check_at(at(reading));
                     assert!(decision.is_denied(), "back {back} from window {start}");
                 }
             }
             // Within the window, earlier readings are no better either.
-            assert!(limiter.check_at(start * window_ns).is_denied());
-            // Further back than BACKWARD_WINDOWS reads as a key idle for nearly a whole wrap.
+            assert!(limiter.check_at(at(start * window_ns)).is_denied());
+            // Further back than backward_windows reads as a key idle for nearly a whole wrap.
             if let Some(index) = start.checked_sub(backward_windows + 1) {
-                assert!(quota.is_fresh(state, quota.instant(index * window_ns)));
+                assert!(quota.is_fresh(state, quota.instant(at(index * window_ns))));
             }
-            // The same state idle for exactly a wrap less BACKWARD_WINDOWS windows is
-            // BACKWARD_WINDOWS windows back.
+            // The same state idle for exactly a wrap less backward_windows windows is
+            // backward_windows windows back.
             let index = start + index_wrap - backward_windows;
-            assert!(!quota.is_fresh(state, quota.instant(index * window_ns)));
+            assert!(!quota.is_fresh(state, quota.instant(at(index * window_ns))));
         }
     }
 
-    /// Asserts that a limiter whose clock steps back (by up to `BACKWARD_WINDOWS` windows) never
-    /// admits more than the same requests on the monotonic clock the schedule meant.
+    /// Asserts that a limiter whose clock steps back (by up to the quota's backward windows)
+    /// never admits more than the same requests on the monotonic clock the schedule meant.
     pub fn assert_a_backward_step_admits_no_more_than_a_monotonic_clock<W: WindowQuota>(
         quotas: Vec<W>,
     ) {
         let mut rng = StdRng::seed_from_u64(9);
         for quota in quotas {
             let window_ns = quota.window_ns();
-            let unit_ns = (window_ns / quota.capacity()).max(1);
-            let cost = quota.capacity().div_ceil(20);
+            let unit_ns = (window_ns / quota.limit()).max(1);
+            let cost = quota.limit().div_ceil(20);
             for _ in 0..40 {
                 let mut readings = Vec::new();
                 let mut latest = rng.gen_range(0..YEAR_NS);
@@ -733,14 +1094,10 @@ pub mod window {
                 let steady = limiter(quota);
                 let (mut admitted_stepping, mut admitted_steady) = (0u64, 0u64);
                 for (reading, monotonic_reading) in readings.iter().zip(monotonic(&readings)) {
-                    if stepping.check_n_at(cost, *reading).unwrap().is_allowed() {
+                    if check_cost_at(&stepping, cost, *reading).is_allowed() {
                         admitted_stepping += cost;
                     }
-                    if steady
-                        .check_n_at(cost, monotonic_reading)
-                        .unwrap()
-                        .is_allowed()
-                    {
+                    if check_cost_at(&steady, cost, monotonic_reading).is_allowed() {
                         admitted_steady += cost;
                     }
                     assert!(
