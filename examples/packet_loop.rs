@@ -38,7 +38,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let size = next_size();
             packets += 1;
             // A packet is never above the burst, so the request is always valid.
-            if limiter.check_with(Request::cost(size).at(now))?.is_allowed() {
+            if limiter
+                .check_with(Request::cost(size).at(now))?
+                .is_allowed()
+            {
                 forwarded_bytes += size;
             } else {
                 dropped_bytes += size;

@@ -58,7 +58,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let next = receiver.lock().expect("queue").recv();
                 let Ok(request) = next else { return };
                 let response = handle(&limiter, &request);
-                answers_sender.send((request.peer, response)).expect("collector");
+                answers_sender
+                    .send((request.peer, response))
+                    .expect("collector");
             })
         })
         .collect();
@@ -100,7 +102,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{peer:<16} {served:>6}  {rejected:>14}  {retry_after:>11}");
     }
     let (abusive_served, _, _) = tally[&abusive];
-    assert!(abusive_served <= 6, "the burst, plus what refilled while the loop ran");
+    assert!(
+        abusive_served <= 6,
+        "the burst, plus what refilled while the loop ran"
+    );
     for peer in &polite {
         assert_eq!(tally[peer].0, 5, "polite clients stay within their burst");
     }

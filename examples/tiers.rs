@@ -12,7 +12,7 @@
 use nanolimit::{KeyedLimiter, Request, SlidingWindow, Tier};
 use std::collections::HashMap;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Plan {
     Free,
     Pro,
