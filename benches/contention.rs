@@ -45,7 +45,7 @@
 //! direct, and keyed on its default `DashMap` store with std's hasher) everywhere; the
 //! `ratelimit` crate (a token bucket) in the direct scenarios; `mutex-hashmap`, a
 //! `Mutex<HashMap<u64, (f64 tokens, Instant)>>` token bucket, in the keyed ones. In the packet
-//! loop nanolimit uses `check_key_at` with the batch's reading of its own clock and the
+//! loop nanolimit uses `check_at` with the batch's reading of its own clock and the
 //! mutex-hashmap takes the batch's `Instant`; governor has no API taking the caller's time, so it
 //! reads its clock on every check (that cost is part of its row). keyed-hot-under-flood has no
 //! mutex-hashmap row (governor is the peer). The keyed limiters are driven through the
@@ -75,7 +75,7 @@
 //! | direct-allow | 10^9 / s | 10^6 | 1 ms | far above any thread count's offered load: nearly all allowed, every allow writes |
 //! | direct-deny | 1,000 / s | 10 | 10 ms | saturated (above 99.99 % denied), yet enough admissions (~1,000 per second) to measure accuracy to a fraction of a percent |
 //! | keyed (all but keyed-hot-under-flood) | 1,000 / s per key | 50 | 50 ms | a per-client API quota: hot keys saturate, cold keys pass |
-//! | keyed-hot-under-flood, GCRA (nanolimit, governor) | 1,000 / s per key | 10^9 | - | the hot key runs up debt, so its entry stays live (never reclaimable by a flood insert), yet it admits 10^9 checks (at least 10 s of one thread's checks) before it saturates; a flood key's entry is live for 1 ms, then reclaimable |
+//! | keyed-hot-under-flood, GCRA (nanolimit, governor) | 1,000 / s per key | 10^9 | - | the hot key runs up debt, so its entry stays live (never reclaimable by a flood insert), yet it admits 10^9 checks (10 s of one thread's checks at 10^8 per second) before it saturates; a flood key's entry is live for 1 ms, then reclaimable |
 //! | keyed-hot-under-flood, windows | 5·10^8 / s per key | 10^6 | 2 ms | the hot key would need 5·10^8 checks per second to reach its limit; its entry stays live while it is checked (a sliding window keeps the previous window's count; a fixed window's entry is fresh only from a window's start to the hot thread's first check in it); a flood key's entry is live for one or two windows |
 //!
 //! In keyed-hot-under-flood the hot key is never meant to be denied: its allowed fraction says

@@ -8,7 +8,7 @@
 //!   before measuring (tables sized by [`capacity_for`]).
 //! - `random_1m`: keys drawn uniformly from 1,000,000, allowed; every key is in the table before
 //!   measuring (tables sized by [`capacity_for`]; nanolimit's table sizes are printed at setup:
-//!   29 MiB hashed, 38 MiB exact, next to a 32 MiB L3 on the machine this was written on).
+//!   about 30 MiB hashed, 37 MiB exact, next to a 32 MiB L3 on the machine this was written on).
 //! - `denied`: one key whose quota (one per hour) is spent.
 //! - `new_key_each_call`: a key never seen before on every call: the insert path. See
 //!   [`new_key_each_call`] for how each table is kept from filling up.

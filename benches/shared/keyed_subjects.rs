@@ -148,8 +148,8 @@ nanolimit_subject!(
     check_at_caller_ns: |self, key, _caller_ns| KeyedLimiter::check(self, &key).is_allowed(),
 );
 // The caller-time subjects never read their (manual) clock: a loop counting its own
-// nanoseconds makes a `Timestamp` of them per call (clamping to the horizon, the work the 0.1
-// limiter did inside `check_key_at`).
+// nanoseconds makes a `Timestamp` of them per call with `Timestamp::saturating_from_ns`, the
+// clamp to the horizon that a clock applies to its own readings.
 nanolimit_subject!(
     ManualClock,
     Hashed,

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Instructions per call of nanolimit's checks, counted by valgrind's callgrind: stable on noisy
+# machines, where the criterion timings of benches/direct.rs and benches/keyed.rs are not.
+#
+#   bash benches/callgrind.sh [direct|keyed|all]      (default: all)
+#
+# Builds the two runners (benches/callgrind_direct.rs, benches/callgrind_keyed.rs) with
+# `cargo bench --no-run`, honouring CARGO_TARGET_DIR, then runs every case twice under
+# `valgrind --tool=callgrind --toggle-collect='*measured_loop*'`: with ITERATIONS=0 and with
+# ITERATIONS=200000. Instructions per call = (Ir at 200000 - Ir at 0) / 200000: the set-up
+# outside the loop cancels out; the loop's own instructions (and the key generator's, for
+# keyed cases) do not, and the `loop_only` cases measure them.
+#
+# Prints a table `case  instructions_per_call`. A run that fails (valgrind or the runner, which
+# verifies that every call had the outcome its case is named after) is reported with its last
+# lines of stderr; the script then goes on with the other cases and exits non-zero at the end.
+set -u -o pipefail
+
+usage() {
+    echo "usage: bash benches/callgrind.sh [direct|keyed|all]" >&2
+    exit 2
+}
+
+selection=${1:-all}
+case "$selection" in
+direct | keyed | all) ;;
+*) usage ;;
+esac
+[ $# -le 1 ] || usage
+
+ITERATIONS=200000
+
+command -v valgrind >/dev/null || {
+    echo "callgrind.sh: valgrind is not installed" >&2
+    exit 1
+}
+
+cd "$(dirname "$0")/.." || exit 1
+
+# The executable of bench target $1, from cargo's JSON messages in $2.
+executable_of() {
+    grep "\"name\":\"$1\"" "$2" | grep -o '"executable":"[^"]*"' | tail -n 1 | cut -d '"' -f 4
+}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "building the runners..." >&2
+if ! cargo bench --no-run --bench callgrind_direct --bench callgrind_keyed \
+    --message-format=json >"$work/cargo.json"; then
+    echo "callgrind.sh: cargo bench --no-run failed" >&2
+    exit 1
+fi
+direct_runner=$(executable_of callgrind_direct "$work/cargo.json")
+keyed_runner=$(executable_of callgrind_keyed "$work/cargo.json")
+if [ -z "$direct_runner" ] || [ -z "$keyed_runner" ]; then
+    echo "callgrind.sh: cargo reported no executable for the runners" >&2
+    exit 1
+fi
+
+failures=0
+
+# Instructions counted in measured_loop for `$runner $case $iterations`, on stdout.
+instructions() {
+    local runner=$1 case=$2 iterations=$3
+    local out="$work/callgrind.out"
+    if ! valgrind --tool=callgrind --toggle-collect='*measured_loop*' \
+        --callgrind-out-file="$out" "$runner" "$case" "$iterations" \
+        >"$work/stdout" 2>"$work/stderr"; then
+        echo "$case (ITERATIONS=$iterations) FAILED:" >&2
+        # The runner's own messages, without valgrind's (prefixed `==PID==`).
+        grep -v '^==[0-9]*==' "$work/stderr" | tail -n 5 >&2
+        return 1
+    fi
+    local count
+    count=$(grep -E '^(summary|totals):' "$out" | head -n 1 | awk '{print $2}')
+    if [ -z "$count" ]; then
+        echo "$case (ITERATIONS=$iterations) FAILED: no instruction count in callgrind's output" >&2
+        return 1
+    fi
+    echo "$count"
+}
+
+# Prints one table row per case of runner $1.
+measure() {
+    local runner=$1
+    shift
+    local case at_zero at_n
+    for case in "$@"; do
+        if at_zero=$(instructions "$runner" "$case" 0) &&
+            at_n=$(instructions "$runner" "$case" "$ITERATIONS"); then
+            awk -v a="$at_zero" -v b="$at_n" -v n="$ITERATIONS" -v c="$case" \
+                'BEGIN { printf "%-50s %12.2f\n", c, (b - a) / n }'
+        else
+            printf "%-50s %12s\n" "$case" "FAILED"
+            failures=$((failures + 1))
+        fi
+    done
+}
+
+direct_cases=(loop_only floor_quanta_clock_now floor_governor_quanta_clock_now
+    floor_upkeep_clock_now floor_governor_upkeep_clock_now floor_compare_and_swap)
+for algorithm in gcra sliding_window fixed_window; do
+    for variant in allowed_default_clock allowed_caller_time allowed_upkeep_clock \
+        denied denied_caller_time denied_upkeep_clock; do
+        direct_cases+=("${algorithm}_${variant}")
+    done
+done
+
+keyed_cases=()
+for pattern in hot_key denied_key rotate_100k; do
+    for implementation in loop_only nanolimit_hashed nanolimit_hashed_caller_time \
+        nanolimit_exact nanolimit_exact_caller_time; do
+        keyed_cases+=("$pattern/$implementation")
+    done
+done
+
+printf "%-50s %12s\n" "case" "instructions_per_call"
+if [ "$selection" != keyed ]; then
+    measure "$direct_runner" "${direct_cases[@]}"
+fi
+if [ "$selection" != direct ]; then
+    measure "$keyed_runner" "${keyed_cases[@]}"
+fi
+
+if [ "$failures" -ne 0 ]; then
+    echo "callgrind.sh: $failures case(s) failed" >&2
+    exit 1
+fi
