@@ -309,9 +309,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             for slot in self.table.bucket(placement, bucket) {
                 // ORDERING: Relaxed, as in `choose_slot`.
                 let state = slot.state().load(Ordering::Relaxed);
-                let reset_after_ns = self.quota.reset_after_ns(state, now);
-                if closest.is_none_or(|(_, _, soonest)| reset_after_ns < soonest) {
-                    closest = Some((slot, state, reset_after_ns));
+                let rank = self.quota.freshness_rank(state, now);
+                if closest.is_none_or(|(_, _, soonest)| rank < soonest) {
+                    closest = Some((slot, state, rank));
                 }
             }
         }
@@ -320,7 +320,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                 Ok(Candidate::Evictable { slot, state })
             }
             closest => Err(Full {
-                soonest_free_ns: closest.map_or(0, |(_, _, soonest)| soonest),
+                soonest_free_ns: closest
+                    .map_or(0, |(_, state, _)| self.quota.reset_after_ns(state, now)),
             }),
         }
     }

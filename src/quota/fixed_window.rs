@@ -242,4 +242,14 @@ impl Quota for FixedWindow {
     fn is_fresh(&self, state: u64, now: WindowInstant) -> bool {
         self.view(state, now).count == 0
     }
+
+    /// The window judged in: a count resets when its window ends.
+    fn freshness_rank(&self, state: u64, now: WindowInstant) -> u64 {
+        let view = self.view(state, now);
+        if view.count == 0 {
+            0
+        } else {
+            view.index + 1
+        }
+    }
 }

@@ -383,6 +383,11 @@ impl Quota for Gcra {
     fn is_fresh(&self, tat: u64, now: GcraInstant) -> bool {
         tat <= now.0
     }
+
+    /// `tat` itself: the state resets at `tat`.
+    fn freshness_rank(&self, tat: u64, _now: GcraInstant) -> u64 {
+        tat
+    }
 }
 
 #[cfg(test)]

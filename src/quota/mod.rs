@@ -147,6 +147,13 @@ pub trait Quota: Copy + Send + Sync + Debug + 'static + Sealed {
     /// Whether `state` is equivalent at `now` to [`FRESH`](Self::FRESH): a keyed table may then
     /// reuse its slot for another key.
     fn is_fresh(&self, state: u64, now: Self::Instant) -> bool;
+
+    /// Orders live states by how soon they become fresh: of two states seen at one `now`, the
+    /// one with the smaller rank resets no later. Cheaper than
+    /// [`reset_after_ns`](Self::reset_after_ns), which a full keyed table then computes for the
+    /// one state it picks. Not part of the API: only the keyed table calls it.
+    #[doc(hidden)]
+    fn freshness_rank(&self, state: u64, now: Self::Instant) -> u64;
 }
 
 #[cfg(test)]

@@ -333,4 +333,16 @@ impl Quota for SlidingWindow {
         view.current == 0
             && (view.previous as u128 * (window_ns - view.elapsed_ns as u128)) < window_ns
     }
+
+    /// Within the window judged in, a state with a current count resets after every state
+    /// without one, and among either kind, the larger count resets later (see
+    /// `reset_after_ns`).
+    fn freshness_rank(&self, state: u64, now: WindowInstant) -> u64 {
+        let view = self.view(state, now);
+        if view.current > 0 {
+            (1 << (2 * COUNT_BITS)) | view.current
+        } else {
+            view.previous
+        }
+    }
 }

@@ -400,3 +400,64 @@ fn fixed_window_words_at_the_field_limits_are_handled() {
         FixedWindow::new(1, Timestamp::HORIZON.since_origin()).unwrap(),
     ]);
 }
+
+/// States reached by a random schedule of checks on `quota` (forward gaps from nothing to a few
+/// windows), each paired with the reading it was written at.
+fn reachable_states<Q: Quota>(quota: Q, seed: u64, gap_ns: u64) -> Vec<(u64, u64)> {
+    let mut random = Xorshift(seed);
+    let mut state = Q::FRESH;
+    let mut now_ns = random.up_to(1_000 * SECOND_NS);
+    let mut states = Vec::new();
+    for _ in 0..2_000 {
+        now_ns += random.up_to(gap_ns);
+        let cost = 1 + random.up_to(quota.limit() - 1);
+        if let Step::Allow(word) = quota.step(state, quota.instant(at(now_ns)), cost) {
+            state = word;
+            states.push((state, now_ns));
+        }
+        if random.up_to(7) == 0 {
+            state = Q::FRESH;
+        }
+    }
+    states
+}
+
+/// A full keyed table picks the candidate to report (or evict) by `freshness_rank`, then computes
+/// `reset_after_ns` for that one only: of two live states seen at one time, the smaller rank must
+/// reset no later.
+fn assert_freshness_rank_orders_reset_after<Q: Quota>(quota: Q, gap_ns: u64) {
+    let states = reachable_states(quota, 0x5eed ^ gap_ns, gap_ns);
+    let mut random = Xorshift(0xfeed ^ gap_ns);
+    for _ in 0..20_000 {
+        let (a, a_ns) = states[random.up_to(states.len() as u64 - 1) as usize];
+        let (b, b_ns) = states[random.up_to(states.len() as u64 - 1) as usize];
+        // Both read at a time no earlier than either was written: a table scans its slots at
+        // its inserter's reading.
+        let now = quota.instant(at(a_ns.max(b_ns) + random.up_to(gap_ns)));
+        if quota.is_fresh(a, now) || quota.is_fresh(b, now) {
+            continue;
+        }
+        let (rank_a, rank_b) = (quota.freshness_rank(a, now), quota.freshness_rank(b, now));
+        let (reset_a, reset_b) = (quota.reset_after_ns(a, now), quota.reset_after_ns(b, now));
+        if rank_a < rank_b {
+            assert!(
+                reset_a <= reset_b,
+                "{quota:?}: {a:#x} ({reset_a} ns) ranks before {b:#x} ({reset_b} ns)"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_freshness_rank_orders_live_states_by_reset_after() {
+    use super::Gcra;
+    for gap_ns in [1_000_000, 100_000_000, 2 * SECOND_NS] {
+        assert_freshness_rank_orders_reset_after(Gcra::per_second(10).unwrap(), gap_ns);
+        assert_freshness_rank_orders_reset_after(
+            Gcra::per_second(3).unwrap().with_burst(7).unwrap(),
+            gap_ns,
+        );
+        assert_freshness_rank_orders_reset_after(SlidingWindow::per_second(9).unwrap(), gap_ns);
+        assert_freshness_rank_orders_reset_after(FixedWindow::per_second(9).unwrap(), gap_ns);
+    }
+}
