@@ -1,6 +1,6 @@
 //! Loom models of the direct [`Limiter`](nanolimit::Limiter): the interleavings of a few threads
-//! checking one limiter, for each algorithm, all of them with two threads and those within the
-//! preemption bound with three.
+//! checking one limiter, for each algorithm, under a preemption bound that no execution of the
+//! two-thread models reaches, and within a bound of 4 for the three-thread ones.
 //!
 //! Run from the repository root (see loom-tests/README.md):
 //! `RUSTFLAGS="--cfg nanolimit_loom" cargo test --release --manifest-path loom-tests/Cargo.toml`
@@ -8,20 +8,33 @@
 use nanolimit::{Quota, Request};
 use nanolimit_loom_tests::{
     admitted_cost, assert_admissions_form_one_sequence, assert_denied_only_when_short,
-    assert_unit_denials_are_final, at, costed_checks_at, explore_within, perform_direct,
-    run_concurrently, shared_direct_limiter, unit_checks_at, DirectOperation, ModelThread,
+    assert_unit_denials_are_final, at, costed_checks_at, explore, perform_direct, run_concurrently,
+    shared_direct_limiter, unit_checks_at, DirectOperation, ModelThread,
+    UNREACHED_PREEMPTION_BOUND,
 };
 
-/// The model's thread runs one of the plans: loom's first execution then runs it first (see
-/// [`ModelThread`]). With every plan on a spawned thread, loom explores several times as many
-/// executions, and a three-thread model takes over a minute.
-const MODEL_THREAD: ModelThread = ModelThread::RunsTheLastPlan;
-/// Two-thread models explore every interleaving (they take well under a second each).
-const TWO_THREAD_PREEMPTION_BOUND: Option<usize> = None;
+/// How a model is explored: loom's preemption bound, and where the plans run.
+#[derive(Debug, Clone, Copy)]
+struct Exploration {
+    preemption_bound: usize,
+    model_thread: ModelThread,
+}
+
+/// Two-thread models run under a bound none of their executions reaches, each plan on a spawned
+/// thread: loom explores several times as many executions that way as with the model's thread
+/// running a plan (see [`ModelThread`]), in a few seconds at most per model.
+const TWO_THREADS: Exploration = Exploration {
+    preemption_bound: UNREACHED_PREEMPTION_BOUND,
+    model_thread: ModelThread::OnlyJoins,
+};
 /// Three-thread models explore the interleavings with at most 4 preemptions: enough for a
 /// thread to lose its compare-and-swap to each of the other two in turn and retry twice, at a
-/// few seconds per model (a bound of 5 takes about 5 times as long).
-const THREE_THREAD_PREEMPTION_BOUND: Option<usize> = Some(4);
+/// few seconds per model (a bound of 5 takes about 5 times as long). The model's thread runs
+/// the last plan: with every plan spawned, a model takes over a minute.
+const THREE_THREADS: Exploration = Exploration {
+    preemption_bound: 4,
+    model_thread: ModelThread::RunsTheLastPlan,
+};
 
 /// The instant of every check in the one-instant models: a quarter into the first window (and
 /// into the first second of the GCRA quotas); nothing refills while the threads run.
@@ -37,14 +50,14 @@ fn model_unit_checks_at_one_instant<Q: Quota>(
     quota: Q,
     threads: usize,
     checks_per_thread: usize,
-    preemption_bound: Option<usize>,
+    exploration: Exploration,
 ) {
     let limit = quota.limit();
     let attempts = (threads * checks_per_thread) as u64;
-    explore_within(model_name, preemption_bound, move || {
+    explore(model_name, exploration.preemption_bound, move || {
         let limiter = shared_direct_limiter(quota);
         let plans = vec![unit_checks_at(at(FROZEN_NOW_NS), checks_per_thread); threads];
-        let outcomes = run_concurrently(MODEL_THREAD, &limiter, plans, perform_direct);
+        let outcomes = run_concurrently(exploration.model_thread, &limiter, plans, perform_direct);
 
         let admitted = admitted_cost(&outcomes);
         assert_eq!(
@@ -75,16 +88,16 @@ fn model_costed_checks_at_one_instant<Q: Quota>(
     model_name: &str,
     quota: Q,
     costs_per_thread: &'static [&'static [u64]],
-    preemption_bound: Option<usize>,
+    exploration: Exploration,
 ) {
     let limit = quota.limit();
-    explore_within(model_name, preemption_bound, move || {
+    explore(model_name, exploration.preemption_bound, move || {
         let limiter = shared_direct_limiter(quota);
         let plans = costs_per_thread
             .iter()
             .map(|costs| costed_checks_at(at(FROZEN_NOW_NS), costs))
             .collect();
-        let outcomes = run_concurrently(MODEL_THREAD, &limiter, plans, perform_direct);
+        let outcomes = run_concurrently(exploration.model_thread, &limiter, plans, perform_direct);
 
         let admitted = admitted_cost(&outcomes);
         assert!(
@@ -138,9 +151,14 @@ fn model_clock_disagreement<Q: Quota>(
         "{model_name}: with {attempts} attempts for an allowance of {allowance}, the model could \
          not see an over-admission"
     );
-    explore_within(model_name, TWO_THREAD_PREEMPTION_BOUND, move || {
+    explore(model_name, TWO_THREADS.preemption_bound, move || {
         let limiter = shared_direct_limiter(quota);
-        let outcomes = run_concurrently(MODEL_THREAD, &limiter, plans.clone(), perform_direct);
+        let outcomes = run_concurrently(
+            TWO_THREADS.model_thread,
+            &limiter,
+            plans.clone(),
+            perform_direct,
+        );
 
         let admitted = admitted_cost(&outcomes);
         assert!(
@@ -202,7 +220,7 @@ macro_rules! direct_limiter_models {
                     $quota(5),
                     2,
                     3,
-                    TWO_THREAD_PREEMPTION_BOUND,
+                    TWO_THREADS,
                 );
             }
 
@@ -213,7 +231,7 @@ macro_rules! direct_limiter_models {
                     $quota(5),
                     2,
                     2,
-                    TWO_THREAD_PREEMPTION_BOUND,
+                    TWO_THREADS,
                 );
             }
 
@@ -224,7 +242,7 @@ macro_rules! direct_limiter_models {
                     $quota(5),
                     3,
                     2,
-                    THREE_THREAD_PREEMPTION_BOUND,
+                    THREE_THREADS,
                 );
             }
 
@@ -234,7 +252,7 @@ macro_rules! direct_limiter_models {
                     &name("2 threads, costs [3, 1] and [2, 2], limit 4"),
                     $quota(4),
                     &[&[3, 1], &[2, 2]],
-                    TWO_THREAD_PREEMPTION_BOUND,
+                    TWO_THREADS,
                 );
             }
 
@@ -244,7 +262,7 @@ macro_rules! direct_limiter_models {
                     &name("3 threads, costs [3], [2, 1] and [1, 2], limit 4"),
                     $quota(4),
                     &[&[3], &[2, 1], &[1, 2]],
-                    THREE_THREAD_PREEMPTION_BOUND,
+                    THREE_THREADS,
                 );
             }
 
