@@ -5,7 +5,7 @@ use crate::decision::Decision;
 use crate::driver::{self, Applied, Attempt};
 use crate::error::{QuotaError, RequestError};
 use crate::quota::{Quota, Step};
-use crate::request::{Request, Tier};
+use crate::request::{JudgingLead, Request, Tier};
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
@@ -37,6 +37,7 @@ use crossbeam_utils::CachePadded;
 pub struct Limiter<Q: Quota, C: Clock = QuantaClock> {
     state: CachePadded<AtomicU64>,
     quota: Q,
+    lead: JudgingLead,
     clock: C,
 }
 
@@ -60,6 +61,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     pub fn with_clock(quota: Q, clock: C) -> Self {
         Limiter {
             state: CachePadded::new(AtomicU64::new(Q::FRESH)),
+            lead: JudgingLead::new(&quota),
             quota,
             clock,
         }
@@ -95,7 +97,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
-        Tier::new(quota, &self.quota)
+        Tier::new(quota, &self.quota, &self.lead)
     }
 
     /// Checks one unit now: consumes it if it fits.
@@ -149,7 +151,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     /// ```
     #[inline]
     pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota)?;
+        let resolved = request.resolve(&self.quota, &self.lead)?;
         let now = request.at.unwrap_or_else(|| self.clock.now());
         Ok(self.decide(&resolved.quota, resolved.cost, resolved.quota.instant(now)))
     }
@@ -184,7 +186,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota)?;
+        let resolved = request.resolve(&self.quota, &self.lead)?;
         let now = request.at.unwrap_or_else(|| self.clock.now());
         Ok(self.peek_decision(&resolved.quota, resolved.cost, resolved.quota.instant(now)))
     }
@@ -200,8 +202,10 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
         // failed compare-and-swap gives (see `driver::apply`).
         let observed = self.state.load(Ordering::Acquire);
         match driver::attempt(&self.state, observed, quota.step(observed, now, cost)) {
+            // An admitted state leads `now` by at most the quota's own tolerance: the judging
+            // lead cannot matter (see `JudgingLead`).
             Attempt::Allowed { current } => Decision::new(true, cost, current, now, *quota),
-            Attempt::Denied => Decision::new(false, cost, observed, now, *quota),
+            Attempt::Denied => Decision::new(false, cost, observed, now, self.lead.judging(quota)),
             Attempt::Lost { actual } => self.decide_contended(quota, cost, now, actual),
         }
     }
@@ -231,6 +235,6 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
         // ORDERING: Acquire, as in `decide`; nothing is written.
         let observed = self.state.load(Ordering::Acquire);
         let allowed = cost == 0 || matches!(quota.step(observed, now, cost), Step::Allow(_));
-        Decision::new(allowed, cost, observed, now, *quota)
+        Decision::new(allowed, cost, observed, now, self.lead.judging(quota))
     }
 }

@@ -4,6 +4,7 @@
 use crate::clock::Timestamp;
 use crate::error::{QuotaError, RequestError};
 use crate::quota::Quota;
+use crate::sync::{AtomicU64, Ordering};
 
 /// One request, for the full form of an operation (`check_with`, `peek_with`): its cost, the
 /// time to judge it at, and the tier whose quota applies. A small `Copy` value, built inline:
@@ -106,11 +107,12 @@ pub struct Tier<Q: Quota> {
 }
 
 impl<Q: Quota> Tier<Q> {
-    /// `quota`, expressed in the units of a limiter whose quota is `base`.
-    pub(crate) fn new(quota: Q, base: &Q) -> Result<Tier<Q>, QuotaError> {
-        Ok(Tier {
-            quota: quota.rebase(base)?,
-        })
+    /// `quota`, expressed in the units of a limiter whose quota is `base` and judging lead is
+    /// `lead` (raised to the tier's).
+    pub(crate) fn new(quota: Q, base: &Q, lead: &JudgingLead) -> Result<Tier<Q>, QuotaError> {
+        let quota = quota.rebase(base)?;
+        lead.raise(&quota);
+        Ok(Tier { quota })
     }
 
     /// The tier's quota, as the limiter applies it.
@@ -130,10 +132,18 @@ impl<Q: Quota> Request<Q> {
     /// The quota and cost of this request on a limiter whose quota is `base`, or why it can never
     /// be judged there.
     #[inline]
-    pub(crate) fn resolve(&self, base: &Q) -> Result<Resolved<Q>, RequestError> {
+    pub(crate) fn resolve(
+        &self,
+        base: &Q,
+        lead: &JudgingLead,
+    ) -> Result<Resolved<Q>, RequestError> {
         let quota = match self.tier {
             None => *base,
-            Some(tier) if tier.quota.shares_units_with(base) => tier.quota,
+            Some(tier) if tier.quota.shares_units_with(base) => {
+                // A tier made by another limiter with the same units raises this one's lead.
+                lead.raise(&tier.quota);
+                tier.quota
+            }
             Some(_) => return Err(RequestError::ForeignTier),
         };
         let limit = quota.limit();
@@ -147,5 +157,51 @@ impl<Q: Quota> Request<Q> {
             quota,
             cost: self.cost,
         })
+    }
+}
+
+/// The largest lead (how far a state may run ahead of the reading that wrote it) of the quotas
+/// sharing one limiter's state: its own and every tier made for it or used on it. A decision on
+/// a GCRA state judges a reading behind the state against it, so that a state a larger-burst
+/// tier wrote is not mistaken for a reading from the past (which would understate the wait).
+/// An admission needs none of it: the state it writes leads `now` by at most the applied
+/// quota's own lead, which the judging lead is never below.
+#[derive(Debug)]
+pub(crate) struct JudgingLead {
+    lead_ticks: AtomicU64,
+}
+
+impl JudgingLead {
+    pub(crate) fn new<Q: Quota>(quota: &Q) -> JudgingLead {
+        JudgingLead {
+            lead_ticks: AtomicU64::new(quota.lead_ticks()),
+        }
+    }
+
+    /// Raises the lead to `quota`'s, before any state is written under it.
+    #[inline]
+    pub(crate) fn raise<Q: Quota>(&self, quota: &Q) {
+        if !Q::JUDGES_BY_LEAD {
+            return;
+        }
+        let lead_ticks = quota.lead_ticks();
+        // ORDERING: Relaxed. The raise precedes, in this thread, the compare-and-swap of any
+        // state written under `quota`; a thread that reads that state with Acquire (which
+        // synchronises with the CAS's release) and loads the lead after it sees the raise.
+        if lead_ticks > self.lead_ticks.load(Ordering::Relaxed) {
+            // ORDERING: Relaxed, as above.
+            self.lead_ticks.fetch_max(lead_ticks, Ordering::Relaxed);
+        }
+    }
+
+    /// `quota`, judging readings behind a state by this lead. Call it after loading the state
+    /// the decision is made on.
+    #[inline]
+    pub(crate) fn judging<Q: Quota>(&self, quota: &Q) -> Q {
+        if !Q::JUDGES_BY_LEAD {
+            return *quota;
+        }
+        // ORDERING: Relaxed; loaded after the state's Acquire load (see `raise`).
+        quota.judging_lead(self.lead_ticks.load(Ordering::Relaxed))
     }
 }

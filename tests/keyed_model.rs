@@ -76,6 +76,8 @@ struct Event {
 /// The reference: one state word per key, absent meaning [`Quota::FRESH`].
 struct Model {
     states: HashMap<u64, u64>,
+    /// The largest lead of the quotas the table has used (see `Quota::judging_lead`).
+    lead_ticks: u64,
 }
 
 /// What the model expects of a decision.
@@ -91,10 +93,16 @@ struct Expected {
 }
 
 impl Model {
-    fn new() -> Self {
+    fn new<Q: Quota>(table_quota: &Q) -> Self {
         Model {
             states: HashMap::new(),
+            lead_ticks: table_quota.lead_ticks(),
         }
+    }
+
+    /// A tier used on the table raises its lead before its decision.
+    fn use_tier<Q: Quota>(&mut self, tier_quota: &Q) {
+        self.lead_ticks = self.lead_ticks.max(tier_quota.lead_ticks());
     }
 
     /// Applies one operation under `quota` (the table's, or a tier's as the table applies it);
@@ -114,6 +122,9 @@ impl Model {
                 limit: quota.limit(),
             });
         }
+        // The documented rule for readings behind a state: judged by the largest lead of the
+        // quotas the table has used (its own, and every tier made for it or used on it).
+        let quota = &quota.judging_lead(self.lead_ticks);
         let now = quota.instant(now);
         let state = self.states.get(&key).copied().unwrap_or(Q::FRESH);
         let (allowed, state) = if cost == 0 {
@@ -168,8 +179,8 @@ fn run_against_model<Q: Quota + PartialEq, M: KeyMode<u64>>(
     tiers: &[Tier<Q>],
     events: &[Event],
 ) -> Result<(), TestCaseError> {
-    let mut model = Model::new();
     let table_quota = *limiter.quota();
+    let mut model = Model::new(&table_quota);
     for (index, event) in events.iter().enumerate() {
         let previous_ns = clock.now().as_ns();
         let now = Timestamp::saturating_from_ns(if event.clock_step_ns >= 0 {
@@ -193,6 +204,7 @@ fn run_against_model<Q: Quota + PartialEq, M: KeyMode<u64>>(
             ),
             Operation::CheckWith(tier_index) => {
                 let tier = tiers[tier_index % tiers.len()];
+                model.use_tier(tier.quota());
                 (
                     limiter.check_with(&key, request.tier(tier)),
                     model.apply(key, event.cost, tier.quota(), now, true),
@@ -201,6 +213,7 @@ fn run_against_model<Q: Quota + PartialEq, M: KeyMode<u64>>(
             }
             Operation::PeekWith(tier_index) => {
                 let tier = tiers[tier_index % tiers.len()];
+                model.use_tier(tier.quota());
                 (
                     limiter.peek_with(&key, request.tier(tier)),
                     model.apply(key, event.cost, tier.quota(), now, false),

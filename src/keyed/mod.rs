@@ -76,7 +76,7 @@ use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::decision::Decision;
 use crate::error::{QuotaError, RequestError};
 use crate::quota::Quota;
-use crate::request::{Request, Tier};
+use crate::request::{JudgingLead, Request, Tier};
 use core::fmt;
 use core::marker::PhantomData;
 use table::Table;
@@ -116,6 +116,7 @@ pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<
     capacity: usize,
     hasher: ahash::RandomState,
     quota: Q,
+    lead: JudgingLead,
     clock: C,
     when_full: WhenFull,
     key: PhantomData<fn(&K)>,
@@ -216,7 +217,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     /// ```
     #[inline]
     pub fn check_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota)?;
+        let resolved = request.resolve(&self.quota, &self.lead)?;
         let now = request.at.unwrap_or_else(|| self.clock.now());
         Ok(self.decide(
             key,
@@ -259,7 +260,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota)?;
+        let resolved = request.resolve(&self.quota, &self.lead)?;
         let now = request.at.unwrap_or_else(|| self.clock.now());
         Ok(self.peek_decision(
             key,
@@ -286,7 +287,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
-        Tier::new(quota, &self.quota)
+        Tier::new(quota, &self.quota, &self.lead)
     }
 
     /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and

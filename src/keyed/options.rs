@@ -5,6 +5,7 @@ use super::table::Table;
 use super::KeyedLimiter;
 use crate::clock::{Clock, QuantaClock};
 use crate::quota::Quota;
+use crate::request::JudgingLead;
 use core::fmt;
 use core::hash::Hash;
 use core::marker::PhantomData;
@@ -260,6 +261,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
                 ),
                 None => ahash::RandomState::new(),
             },
+            lead: JudgingLead::new(&self.quota),
             quota: self.quota,
             clock: self.clock,
             when_full: self.when_full,

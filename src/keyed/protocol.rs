@@ -50,6 +50,7 @@ use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::driver::{self, Applied, Attempt};
 use crate::quota::{Quota, Step};
+use crate::request::JudgingLead;
 use crate::sync::{fence, Ordering};
 
 /// The slot the insert path takes for a new key.
@@ -82,11 +83,13 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             // `find` checked the identity after loading `observed`; a successful attempt
             // replaces that very value, so the slot was still this key's.
             match driver::attempt(slot.state(), observed, quota.step(observed, now, cost)) {
+                // An admitted state leads `now` by at most the quota's own tolerance: the
+                // judging lead cannot matter (see `JudgingLead`).
                 Attempt::Allowed { current } => {
                     return Decision::new(true, cost, current, now, *quota);
                 }
                 Attempt::Denied if slot.unchanged_since(observed) => {
-                    return Decision::new(false, cost, observed, now, *quota);
+                    return Decision::new(false, cost, observed, now, self.lead.judging(quota));
                 }
                 Attempt::Denied | Attempt::Lost { .. } => {}
             }
@@ -115,7 +118,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             }
         };
         let allowed = cost == 0 || matches!(quota.step(state, now, cost), Step::Allow(_));
-        Decision::new(allowed, cost, state, now, *quota)
+        Decision::new(allowed, cost, state, now, self.lead.judging(quota))
     }
 
     /// A peek of a key the table does not hold: what its insert would decide now, from the same
@@ -132,18 +135,18 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             Ok(Candidate::Vacant(_) | Candidate::Reclaimable { .. }) => Q::FRESH,
             Ok(Candidate::Evictable { state, .. }) => state,
             Err(Full { .. }) if self.when_full == WhenFull::Allow => {
-                return Decision::untracked(cost, Q::FRESH, now, *quota);
+                return Decision::untracked(cost, Q::FRESH, now, self.lead.judging(quota));
             }
             Err(Full { soonest_free_ns }) => {
-                return Decision::refused(cost, soonest_free_ns, now, *quota);
+                return Decision::refused(cost, soonest_free_ns, now, self.lead.judging(quota));
             }
         };
         match quota.step(inherited, now, cost) {
-            _ if cost == 0 => Decision::new(true, 0, inherited, now, *quota),
-            Step::Allow(_) => Decision::new(true, cost, inherited, now, *quota),
+            _ if cost == 0 => Decision::new(true, 0, inherited, now, self.lead.judging(quota)),
+            Step::Allow(_) => Decision::new(true, cost, inherited, now, self.lead.judging(quota)),
             Step::Deny => {
                 let wait_ns = quota.retry_after_ns(inherited, now, cost);
-                Decision::refused(cost, wait_ns, now, *quota)
+                Decision::refused(cost, wait_ns, now, self.lead.judging(quota))
             }
         }
     }
@@ -165,7 +168,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             let Some((slot, observed)) = self.table.find(placement, &identity) else {
                 return self.insert(placement, &identity, quota, cost, now);
             };
-            if let Some(decision) = apply_to_slot(slot, &identity, observed, quota, cost, now) {
+            if let Some(decision) =
+                apply_to_slot(slot, &identity, observed, &self.lead, quota, cost, now)
+            {
                 return decision;
             }
             // The slot was reassigned while we raced for it: look again.
@@ -188,7 +193,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         // holding our identity keeps it, and no other thread claims a slot. Every slot is read:
         // the lock-free lookup may have missed the key on a stale hint.
         if let Some((slot, observed)) = self.table.find_exhaustive(placement, identity) {
-            if let Some(decision) = apply_to_slot(slot, identity, observed, quota, cost, now) {
+            if let Some(decision) =
+                apply_to_slot(slot, identity, observed, &self.lead, quota, cost, now)
+            {
                 return decision;
             }
             unreachable!("slots are not reassigned while their shard's insert lock is held");
@@ -204,10 +211,10 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                             Step::Allow(state) => state,
                             Step::Deny => Q::FRESH,
                         };
-                        Decision::untracked(cost, state, now, *quota)
+                        Decision::untracked(cost, state, now, self.lead.judging(quota))
                     } else {
                         self.table.count(shard, TableEvent::RefusedNewKey);
-                        Decision::refused(cost, soonest_free_ns, now, *quota)
+                        Decision::refused(cost, soonest_free_ns, now, self.lead.judging(quota))
                     };
                 }
             };
@@ -229,8 +236,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                 // Only an inherited (evicted) state can deny: then nothing is evicted, and the
                 // new key is refused, until that state would admit it.
                 self.table.count(shard, TableEvent::RefusedNewKey);
-                let wait_ns = quota.retry_after_ns(previous.unwrap_or(Q::FRESH), now, cost);
-                return Decision::refused(cost, wait_ns, now, *quota);
+                let judging = self.lead.judging(quota);
+                let wait_ns = judging.retry_after_ns(previous.unwrap_or(Q::FRESH), now, cost);
+                return Decision::refused(cost, wait_ns, now, judging);
             };
             if let Some(previous) = previous {
                 if !claim(slot, previous) {
@@ -320,8 +328,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                 Ok(Candidate::Evictable { slot, state })
             }
             closest => Err(Full {
-                soonest_free_ns: closest
-                    .map_or(0, |(_, state, _)| self.quota.reset_after_ns(state, now)),
+                soonest_free_ns: closest.map_or(0, |(_, state, _)| {
+                    self.lead.judging(&self.quota).reset_after_ns(state, now)
+                }),
             }),
         }
     }
@@ -371,6 +380,7 @@ fn apply_to_slot<S: SlotOps, Q: Quota>(
     slot: &S,
     identity: &S::Identity,
     mut observed: u64,
+    lead: &JudgingLead,
     quota: &Q,
     cost: u64,
     now: Q::Instant,
@@ -393,7 +403,13 @@ fn apply_to_slot<S: SlotOps, Q: Quota>(
             Applied::Denied {
                 observed: denied_on,
             } if slot.unchanged_since(denied_on) => {
-                return Some(Decision::new(false, cost, denied_on, now, *quota));
+                return Some(Decision::new(
+                    false,
+                    cost,
+                    denied_on,
+                    now,
+                    lead.judging(quota),
+                ));
             }
             Applied::Denied { .. } => {
                 // ORDERING: Acquire, as the lookup's load: the identity is checked against

@@ -82,7 +82,7 @@ const PERIOD_TOO_LONG: QuotaError = QuotaError::PeriodTooLong {
 /// assert_eq!(PER_IP.count(), 600);
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy)]
 pub struct Gcra {
     count: u64,
     period_ns: u64,
@@ -93,6 +93,43 @@ pub struct Gcra {
     emission_interval_ticks: u64,
     /// `tau = burst × T` in ticks.
     tolerance_ticks: u64,
+    /// How far ahead of the reading that wrote it a state may be, under any quota sharing the
+    /// state (its tiers): at least `tau`. Decides when a reading is behind the state (see
+    /// `judged_at`). Not part of the quota's identity: equality ignores it.
+    judging_lead_ticks: u64,
+}
+
+impl PartialEq for Gcra {
+    fn eq(&self, other: &Gcra) -> bool {
+        (
+            self.count,
+            self.period_ns,
+            self.burst,
+            self.ticks_per_ns_q59,
+            self.emission_interval_ticks,
+        ) == (
+            other.count,
+            other.period_ns,
+            other.burst,
+            other.ticks_per_ns_q59,
+            other.emission_interval_ticks,
+        )
+    }
+}
+
+impl Eq for Gcra {}
+
+impl core::hash::Hash for Gcra {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        (
+            self.count,
+            self.period_ns,
+            self.burst,
+            self.ticks_per_ns_q59,
+            self.emission_interval_ticks,
+        )
+            .hash(state);
+    }
 }
 
 /// "Now" for [`Gcra`]: ticks since the clock's origin, at most 2^63. Made only by
@@ -217,6 +254,7 @@ impl Gcra {
                     ticks_per_ns_q59: NANOSECOND_GRID_TICKS_PER_NS_Q59,
                     emission_interval_ticks,
                     tolerance_ticks: burst * emission_interval_ticks,
+                    judging_lead_ticks: burst * emission_interval_ticks,
                 });
             }
         }
@@ -243,6 +281,7 @@ impl Gcra {
                 ticks_per_ns_q59,
                 emission_interval_ticks,
                 tolerance_ticks,
+                judging_lead_ticks: tolerance_ticks,
             }),
             Err(error) => Err(error),
         }
@@ -280,11 +319,12 @@ impl Gcra {
     }
 
     /// The time a decision on `tat` is judged at: `now`, or for a reading behind the latest time
-    /// the state has seen, the earliest time that state can have been written (`tat − tau`), so
-    /// that what a decision reports counts from there (module docs).
+    /// the state has seen, the earliest time that state can have been written (`tat` less the
+    /// most a state may lead its writer: `tau`, or a larger tier's), so that what a decision
+    /// reports counts from there (see the quota module's "readings behind the state").
     #[inline]
     fn judged_at(&self, tat: u64, now: GcraInstant) -> u64 {
-        now.0.max(tat.saturating_sub(self.tolerance_ticks))
+        now.0.max(tat.saturating_sub(self.judging_lead_ticks))
     }
 }
 
@@ -315,6 +355,7 @@ impl Sealed for Gcra {
             ticks_per_ns_q59: base.ticks_per_ns_q59,
             emission_interval_ticks,
             tolerance_ticks,
+            judging_lead_ticks: tolerance_ticks,
             ..*self
         })
     }
@@ -330,7 +371,9 @@ impl Quota for Gcra {
     #[inline]
     fn instant(&self, now: Timestamp) -> GcraInstant {
         let now_ns = now.as_ns();
-        if self.ticks_per_ns_q59 == NANOSECOND_GRID_TICKS_PER_NS_Q59 {
+        // `>=` is `==` here (the scale never exceeds 16 ticks per ns), and compiles to a test of
+        // the top bit.
+        if self.ticks_per_ns_q59 >= NANOSECOND_GRID_TICKS_PER_NS_Q59 {
             // The same value as the multiply below, without its latency: at most 2^63.
             return GcraInstant(now_ns << NANOSECOND_GRID_SHIFT);
         }
@@ -363,8 +406,10 @@ impl Quota for Gcra {
 
     fn remaining(&self, tat: u64, now: GcraInstant) -> u64 {
         let now = self.judged_at(tat, now);
-        // `now >= tat − tau`, so `max(tat, now) <= now + tau`.
-        (now + self.tolerance_ticks - tat.max(now)) / self.emission_interval_ticks
+        // `now + tau` cannot overflow: `now` is an instant (at most 2^63) or `tat` less a lead
+        // of at least `tau`. Under a lead above `tau`, `tat` may exceed `now + tau`: nothing
+        // remains.
+        (now + self.tolerance_ticks).saturating_sub(tat.max(now)) / self.emission_interval_ticks
     }
 
     fn reset_after_ns(&self, tat: u64, now: GcraInstant) -> u64 {
@@ -382,6 +427,21 @@ impl Quota for Gcra {
     #[inline]
     fn is_fresh(&self, tat: u64, now: GcraInstant) -> bool {
         tat <= now.0
+    }
+
+    const JUDGES_BY_LEAD: bool = true;
+
+    #[inline]
+    fn lead_ticks(&self) -> u64 {
+        self.tolerance_ticks
+    }
+
+    #[inline]
+    fn judging_lead(self, lead_ticks: u64) -> Gcra {
+        Gcra {
+            judging_lead_ticks: lead_ticks,
+            ..self
+        }
     }
 
     /// `tat` itself: the state resets at `tat`.

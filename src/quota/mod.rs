@@ -154,6 +154,28 @@ pub trait Quota: Copy + Send + Sync + Debug + 'static + Sealed {
     /// one state it picks. Not part of the API: only the keyed table calls it.
     #[doc(hidden)]
     fn freshness_rank(&self, state: u64, now: Self::Instant) -> u64;
+
+    /// Whether a decision judges a reading behind a state by how far the quotas sharing the
+    /// state let it lead the reading that wrote it (GCRA, whose state is a time), rather than by
+    /// the state alone (windows, whose state names its window). Not part of the API: for the
+    /// limiters and the reference models of their tests.
+    #[doc(hidden)]
+    const JUDGES_BY_LEAD: bool = false;
+
+    /// How far ahead of the reading that wrote it a state written under this quota may be
+    /// (GCRA: its tolerance), in the state's units. Not part of the API, as above.
+    #[doc(hidden)]
+    fn lead_ticks(&self) -> u64 {
+        0
+    }
+
+    /// This quota, judging a reading behind a state by a lead of `lead_ticks` (the largest of
+    /// the quotas sharing its state: a limiter's own and its tiers', so never below this
+    /// quota's own) rather than by its own. Not part of the API, as above.
+    #[doc(hidden)]
+    fn judging_lead(self, _lead_ticks: u64) -> Self {
+        self
+    }
 }
 
 #[cfg(test)]

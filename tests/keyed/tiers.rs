@@ -565,3 +565,107 @@ fn a_peek_under_a_tier_reports_the_tier_and_inserts_nothing_for_windows() {
         clock_at(start_ns),
     );
 }
+
+/// A state written under a tier with a larger burst runs further ahead of the reading that wrote
+/// it than the table's own quota allows. A later check under the table's quota, at a true
+/// reading, must be told the real wait: the table judges a reading behind a state by the
+/// largest lead of its tiers, so it does not mistake that state for a reading from the past
+/// (which would advise 100 ms here, and the retry would be denied again).
+fn assert_a_larger_burst_tier_s_state_gets_the_real_wait<M: KeyMode<u64>>() {
+    let clock = ManualClock::new();
+    // One unit per 100 ms, bursts of 10 (a tolerance of 1 s); the tier: one per 10 ms, bursts
+    // of 200 (2 s).
+    let limiter = table::<M, _>(
+        Gcra::per_second(10).unwrap(),
+        TableShape::capacity(8),
+        &clock,
+    );
+    let bulk = limiter
+        .tier(Gcra::per_second(100).unwrap().with_burst(200).unwrap())
+        .unwrap();
+    assert!(limiter
+        .check_with(&1, Request::cost(10))
+        .unwrap()
+        .is_allowed());
+    // The state is now 2 s: 1 s of the table's debt, then 100 units of 10 ms.
+    assert!(limiter
+        .check_with(&1, Request::cost(100).tier(bulk))
+        .unwrap()
+        .is_allowed());
+
+    clock.set(at(SECOND_NS / 2));
+    let denied = limiter.check(&1);
+    assert!(denied.is_denied());
+    assert_eq!(denied.remaining(), 0);
+    // Due when 2 s + 100 ms <= now + 1 s: at 1.1 s, 600 ms from now; whole again at 2 s.
+    assert_eq!(denied.retry_after(), Duration::from_millis(600));
+    assert_eq!(denied.reset_after(), Duration::from_millis(1_500));
+    clock.set(at(1_100 * MILLISECOND_NS - 1));
+    assert!(limiter.check(&1).is_denied(), "not a nanosecond sooner");
+    clock.set(at(1_100 * MILLISECOND_NS));
+    assert!(limiter.check(&1).is_allowed(), "the advice was exact");
+}
+
+#[test]
+fn a_state_written_under_a_larger_burst_tier_gets_the_real_wait_hashed() {
+    assert_a_larger_burst_tier_s_state_gets_the_real_wait::<Hashed>();
+}
+
+#[test]
+fn a_state_written_under_a_larger_burst_tier_gets_the_real_wait_exact() {
+    assert_a_larger_burst_tier_s_state_gets_the_real_wait::<Exact>();
+}
+
+/// The same for a direct limiter, and for a tier made by another limiter with the same units:
+/// using it raises this limiter's judging lead.
+#[test]
+fn a_direct_limiter_s_state_written_under_a_larger_burst_tier_gets_the_real_wait() {
+    let clock = ManualClock::new();
+    let limiter = Limiter::with_clock(Gcra::per_second(10).unwrap(), clock.clone());
+    let maker = Limiter::with_clock(Gcra::per_second(10).unwrap(), ManualClock::new());
+    let bulk = maker
+        .tier(Gcra::per_second(100).unwrap().with_burst(200).unwrap())
+        .unwrap();
+    assert!(limiter.check_with(Request::cost(10)).unwrap().is_allowed());
+    assert!(limiter
+        .check_with(Request::cost(100).tier(bulk))
+        .unwrap()
+        .is_allowed());
+    clock.set(at(SECOND_NS / 2));
+    let denied = limiter.check();
+    assert_eq!(denied.retry_after(), Duration::from_millis(600));
+    assert_eq!(denied.reset_after(), Duration::from_millis(1_500));
+    // A reading really behind the state (a timestamp from before a preemption) is still judged
+    // at the earliest time the state can have been written: 2 s less the 2 s lead, here 0, so
+    // the advice for a reading at 0.1 s is counted from 0.1 s.
+    let stale = limiter.check_at(at(SECOND_NS / 10));
+    assert_eq!(stale.retry_after(), Duration::from_millis(1_000));
+}
+
+/// A refused new key whose candidate slots were all written under a larger-burst tier waits
+/// until the first of them is really fresh, not the table's own tolerance.
+#[test]
+fn a_refused_key_among_states_written_under_a_larger_burst_tier_waits_for_them() {
+    let clock = ManualClock::new();
+    // One shard of one bucket: 8 slots.
+    let limiter = table::<Hashed, _>(
+        Gcra::per_second(10).unwrap(),
+        TableShape::capacity(4).shards(1),
+        &clock,
+    );
+    let bulk = limiter
+        .tier(Gcra::per_second(100).unwrap().with_burst(200).unwrap())
+        .unwrap();
+    // Key k spends 150 + k units of 10 ms: its entry is fresh at 1.5 s + k × 10 ms.
+    for key in 0..8u64 {
+        assert!(limiter
+            .check_with(&key, Request::cost(150 + key).tier(bulk))
+            .unwrap()
+            .is_allowed());
+    }
+    let refused = limiter.check(&100);
+    assert!(refused.is_denied() && refused.is_untracked());
+    assert_eq!(refused.retry_after(), Duration::from_millis(1_500));
+    clock.set(at(1_500 * MILLISECOND_NS));
+    assert!(limiter.check(&100).is_allowed(), "key 0's slot is free");
+}
