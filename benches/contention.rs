@@ -110,11 +110,12 @@
 //!
 //! The table adds "vs gov" (governor's aggregate ns per call over the row's, same scenario and
 //! threads), "vs floor" (above) and accuracy: the requests admitted over the limiter's life
-//! (warm-up included, since its state carries over) against what its policy admits over that
+//! (warm-up included, since its state carries over) against what its quota admits over that
 //! span, summed over keys as min(requests to the key, per-key value), printed as a deviation
 //! (above zero: more admitted than the quota allows). The span runs from the first possible
-//! check (for window algorithms: from the clock origin, where windows are aligned) to the last
-//! check. Per-key value: rate × span + burst (GCRA, token buckets) and limit per window touched
+//! check (for window algorithms: from the start of the window the limiter was built in; windows
+//! are aligned to the process's clock origin) to the last check. Per-key value: rate × span +
+//! burst (GCRA, token buckets) and limit per window touched
 //! (fixed window), both strict bounds; limit × max(1, span / window) for the sliding-window
 //! counter, what a saturated key gets (the counter approximates by design). "under quota" means
 //! the offered load never needed a denial and everything passed. For keyed-flood the accuracy
@@ -482,8 +483,8 @@ struct Context {
 /// A measurement and what the accounting needs from it.
 struct MeasuredRun {
     measurement: Measurement,
-    /// The span over which the policy bounds admissions: from the limiter's first possible
-    /// check (or its clock origin, for window algorithms) to the last check.
+    /// The span over which the quota bounds admissions: from the limiter's first possible
+    /// check (or the start of that window, for window algorithms) to the last check.
     lifetime: Duration,
     state_report: Option<String>,
 }
@@ -494,19 +495,35 @@ fn lifetime_since(created: Instant, measurement: &Measurement) -> Duration {
         .map_or(Duration::ZERO, |finished| finished.duration_since(created))
 }
 
+/// Where the span that bounds admissions starts for a limiter built at `built`: there, or for
+/// window algorithms the start of the window holding it (windows are aligned to the origin of
+/// the process's QuantaClock, which every nanolimit limiter here reads).
+fn accounting_start(job: &Job, quota: &QuotaSpec, built: Instant) -> Instant {
+    if !QuotaSpec::windows_start_at_clock_origin(job.algorithm) {
+        return built;
+    }
+    let origin = QuantaClock::new().origin();
+    let window_ns = quota.window().as_nanos().max(1);
+    let into_window_ns = built.saturating_duration_since(origin).as_nanos() % window_ns;
+    built - Duration::from_nanos(into_window_ns as u64)
+}
+
 fn run_direct<S: DirectSubject>(
     build: impl FnOnce() -> S,
     job: Job,
     context: &Context,
 ) -> MeasuredRun {
-    // Direct limiters build in microseconds: starting before the build covers the clock origin.
     let created = Instant::now();
     let subject = build();
+    let start = match job.scenario {
+        Some(scenario) => accounting_start(&job, &scenario.quota(job.algorithm), created),
+        None => created,
+    };
     let measurement = measure(job.threads, context.timing, |_| DirectWorker {
         subject: &subject,
     });
     MeasuredRun {
-        lifetime: lifetime_since(created, &measurement),
+        lifetime: lifetime_since(start, &measurement),
         measurement,
         state_report: None,
     }
@@ -519,22 +536,15 @@ type NanolimitKeyed<Q> = KeyedLimiter<u64, Q, QuantaClock, Hashed>;
 fn run_keyed<S: KeyedSubject>(job: Job, context: &Context) -> MeasuredRun {
     let (threads, timing) = (job.threads, context.timing);
     let scenario = job.scenario.expect("keyed jobs have a scenario");
-    // The limiter's clock starts during the build, so its origin (where window algorithms
-    // align their windows) is no earlier than this.
-    let before_build = Instant::now();
     let subject = S::build(
         &scenario.quota(job.algorithm),
         scenario.table_capacity(threads),
     );
     // Admissions are bounded from the first possible check (GCRA, token buckets: building a
-    // large table takes milliseconds that must not count as refill time), or from the clock
-    // origin where windows are aligned to it.
+    // large table takes milliseconds that must not count as refill time), or from the start of
+    // its window where windows are aligned to the clock's origin.
     let built = Instant::now();
-    let start = if QuotaSpec::windows_start_at_clock_origin(job.algorithm) {
-        before_build
-    } else {
-        built
-    };
+    let start = accounting_start(&job, &scenario.quota(job.algorithm), built);
     let subject = &subject;
     let measurement = match scenario {
         Scenario::KeyedHot => measure(threads, timing, |_| KeyedWorker {

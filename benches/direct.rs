@@ -77,7 +77,7 @@ fn floor(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
 
     let quanta_clock = QuantaClock::new();
-    group.bench_function(BenchmarkId::new("quanta_clock_now_ns", "nanolimit"), |b| {
+    group.bench_function(BenchmarkId::new("quanta_clock_now", "nanolimit"), |b| {
         b.iter(|| black_box(black_box(&quanta_clock).now()))
     });
     let governor_clock = governor::clock::QuantaClock::default();
@@ -86,7 +86,7 @@ fn floor(c: &mut Criterion) {
     });
 
     let upkeep_clock = upkeep_clock();
-    group.bench_function(BenchmarkId::new("upkeep_clock_now_ns", "nanolimit"), |b| {
+    group.bench_function(BenchmarkId::new("upkeep_clock_now", "nanolimit"), |b| {
         b.iter(|| black_box(black_box(&upkeep_clock).now()))
     });
     drop(upkeep_clock);

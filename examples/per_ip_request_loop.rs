@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
+use std::time::Instant;
 
 /// One incoming request: who sent it.
 struct IncomingRequest {
@@ -34,8 +35,10 @@ fn handle(limiter: &KeyedLimiter<IpAddr, Gcra>, request: &IncomingRequest) -> Re
     }
     let headers = decision.headers();
     Response::TooManyRequests {
-        // Rounded up, and at least 1 s for a key the table had no room for: never "retry now".
-        retry_after_seconds: headers.retry_after_seconds.unwrap_or(1),
+        // Whole seconds, rounded up: never "retry now", even for a key the full table refused.
+        retry_after_seconds: headers
+            .retry_after_seconds
+            .expect("a denial carries Retry-After"),
     }
 }
 
@@ -46,6 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         100_000,
     )?);
 
+    let started = Instant::now();
     let (sender, receiver) = mpsc::channel::<IncomingRequest>();
     let receiver = Arc::new(Mutex::new(receiver));
     let (answers_sender, answers) = mpsc::channel::<(IpAddr, Response)>();
@@ -101,11 +105,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let retry_after = retry_after.map_or("-".to_string(), |seconds| format!("{seconds} s"));
         println!("{peer:<16} {served:>6}  {rejected:>14}  {retry_after:>11}");
     }
+    // The burst of 5, plus one per 100 ms the loop ran (a slow machine may take a while).
+    let refilled = (started.elapsed().as_millis() / 100) as u32;
     let (abusive_served, _, _) = tally[&abusive];
-    assert!(
-        abusive_served <= 6,
-        "the burst, plus what refilled while the loop ran"
-    );
+    assert!((5..=5 + refilled).contains(&abusive_served));
     for peer in &polite {
         assert_eq!(tally[peer].0, 5, "polite clients stay within their burst");
     }

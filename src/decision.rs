@@ -31,7 +31,7 @@ pub struct Decision<Q: Quota> {
     entry: Entry,
     cost: u64,
     /// The word after the decision: the stored word if allowed, the observed one if denied or
-    /// peeked.
+    /// peeked; for a refused new key, the nanoseconds until it may retry.
     state: u64,
     now: Q::Instant,
     quota: Q,
@@ -46,8 +46,8 @@ enum Entry {
     /// A key a full table admitted without tracking it ([`WhenFull::Allow`](crate::WhenFull)):
     /// judged as a fresh key, nothing stored.
     Untracked,
-    /// A new key a full table refused: no slot frees for it before `retry_after_ns`.
-    Refused { retry_after_ns: u64 },
+    /// A new key a full table refused: no slot frees for it before the time `state` holds.
+    Refused,
 }
 
 impl<Q: Quota> Decision<Q> {
@@ -86,11 +86,9 @@ impl<Q: Quota> Decision<Q> {
     pub(crate) fn refused(cost: u64, retry_after_ns: u64, now: Q::Instant, quota: Q) -> Self {
         Decision {
             allowed: cost == 0,
-            entry: Entry::Refused {
-                retry_after_ns: retry_after_ns.max(1),
-            },
+            entry: Entry::Refused,
             cost,
-            state: Q::FRESH,
+            state: retry_after_ns.max(1),
             now,
             quota,
         }
@@ -148,7 +146,7 @@ impl<Q: Quota> Decision<Q> {
     /// How many unit-cost requests would pass right after this decision.
     pub fn remaining(&self) -> u64 {
         match self.entry {
-            Entry::Refused { .. } => 0,
+            Entry::Refused => 0,
             Entry::Tracked | Entry::Untracked => self.quota.remaining(self.state, self.now),
         }
     }
@@ -156,7 +154,7 @@ impl<Q: Quota> Decision<Q> {
     /// How long until the whole limit is available again, with no further traffic.
     pub fn reset_after(&self) -> Duration {
         Duration::from_nanos(match self.entry {
-            Entry::Refused { retry_after_ns } => retry_after_ns,
+            Entry::Refused => self.state,
             Entry::Tracked | Entry::Untracked => self.quota.reset_after_ns(self.state, self.now),
         })
     }
@@ -167,7 +165,7 @@ impl<Q: Quota> Decision<Q> {
             return Duration::ZERO;
         }
         Duration::from_nanos(match self.entry {
-            Entry::Refused { retry_after_ns } => retry_after_ns,
+            Entry::Refused => self.state,
             Entry::Tracked | Entry::Untracked => {
                 self.quota.retry_after_ns(self.state, self.now, self.cost)
             }
@@ -179,9 +177,13 @@ impl<Q: Quota> Decision<Q> {
         &self.quota
     }
 
-    /// The raw state word after the decision (for diagnostics and simulations).
+    /// The raw state word after the decision (for diagnostics and simulations); the fresh
+    /// state for a key the table did not track.
     pub fn state_word(&self) -> u64 {
-        self.state
+        match self.entry {
+            Entry::Refused => Q::FRESH,
+            Entry::Tracked | Entry::Untracked => self.state,
+        }
     }
 
     /// Header values, in whole seconds rounded up (so a client that waits that long succeeds).

@@ -79,6 +79,17 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
 
     /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
     /// [`Request::at`].
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock, Timestamp};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = Limiter::with_clock(Gcra::per_second(10)?, clock.clone());
+    /// clock.advance(Duration::from_millis(250));
+    /// assert_eq!(limiter.now(), Timestamp::from_ns(250_000_000)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn now(&self) -> Timestamp {
         self.clock.now()

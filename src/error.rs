@@ -66,7 +66,7 @@ impl fmt::Display for QuotaError {
             ),
             QuotaError::PeriodTooLong { max } => write!(
                 f,
-                "quota period is longer than the supported maximum of {}",
+                "quota period or window is longer than the supported maximum of {}",
                 HumanDuration(max)
             ),
             QuotaError::LimitTooLarge { requested, max } => write!(
@@ -227,7 +227,7 @@ mod tests {
         };
         assert_eq!(
             too_long.to_string(),
-            "quota period is longer than the supported maximum of 18.3 years"
+            "quota period or window is longer than the supported maximum of 18.3 years"
         );
     }
 }

@@ -33,14 +33,35 @@ pub struct Request<Q: Quota> {
 }
 
 impl<Q: Quota> Request<Q> {
-    /// One unit of cost, judged now, under the limiter's quota.
+    /// One unit of cost, judged now, under the limiter's quota: what the shorthands check.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock, Request};
+    ///
+    /// let limiter = Limiter::with_clock(Gcra::per_second(1)?, ManualClock::new());
+    /// assert!(limiter.check_with(Request::new())?.is_allowed());
+    /// assert!(limiter.check().is_denied());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub const fn new() -> Self {
         Request::cost(1)
     }
 
     /// `cost` units, all or nothing (bytes of a packet, tokens of a request). A cost of zero
-    /// always passes and changes nothing: a way to read the metadata.
+    /// always passes and changes nothing: a way to read the metadata. Start from here to set
+    /// the cost, then add [`at`](Self::at) and [`tier`](Self::tier).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock, Request};
+    ///
+    /// let limiter = Limiter::with_clock(Gcra::per_second(10)?, ManualClock::new());
+    /// let decision = limiter.check_with(Request::cost(4))?;
+    /// assert_eq!((decision.cost(), decision.remaining()), (4, 6));
+    /// let metadata = limiter.check_with(Request::cost(0))?;
+    /// assert_eq!(metadata.remaining(), 6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub const fn cost(cost: u64) -> Self {
         Request {
@@ -52,6 +73,16 @@ impl<Q: Quota> Request<Q> {
 
     /// Judged at `now` (a reading of the limiter's clock, or of a clock with the same origin)
     /// instead of a fresh reading: no clock read.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, Request, Timestamp};
+    ///
+    /// let limiter = Limiter::new(Gcra::per_second(1)?);
+    /// let start = Timestamp::from_ns(1_000)?;
+    /// assert!(limiter.check_with(Request::new().at(start))?.is_allowed());
+    /// assert!(limiter.check_with(Request::new().at(start))?.is_denied());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub const fn at(mut self, now: Timestamp) -> Self {
         self.at = Some(now);
@@ -59,6 +90,16 @@ impl<Q: Quota> Request<Q> {
     }
 
     /// Judged under `tier`'s quota instead of the limiter's (the state is the same).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock, Request};
+    ///
+    /// let limiter = Limiter::with_clock(Gcra::per_second(2)?, ManualClock::new());
+    /// let burst_of_ten = limiter.tier(Gcra::per_second(2)?.with_burst(10)?)?;
+    /// assert!(limiter.check_with(Request::cost(3)).is_err()); // above the limit of 2
+    /// assert!(limiter.check_with(Request::cost(3).tier(burst_of_ten))?.is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub const fn tier(mut self, tier: Tier<Q>) -> Self {
         self.tier = Some(tier);
@@ -86,6 +127,11 @@ impl<Q: Quota> Default for Request<Q> {
 ///   limiter's ticks, its interval rounded up to a whole tick (a tick is at most 1/8 ns:
 ///   relative rate error below 1/(8 × interval in ns), never faster than configured).
 /// - Window tiers must have the limiter's window length ([`QuotaError::IncompatibleQuota`]).
+///
+/// A GCRA state written under a tier with a larger burst may run further ahead of the time it
+/// was written than the limiter's own burst allows. Making or using a tier tells the limiter so,
+/// and its decisions then count the wait from the true time rather than mistaking such a state
+/// for a reading from the past ([readings behind the state](crate::quota#readings-behind-the-state)).
 ///
 /// ```
 /// use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request};
@@ -115,7 +161,16 @@ impl<Q: Quota> Tier<Q> {
         Ok(Tier { quota })
     }
 
-    /// The tier's quota, as the limiter applies it.
+    /// The tier's quota, as the limiter applies it (in the limiter's units).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_second(10)?, 100)?;
+    /// let tier = limiter.tier(Gcra::per_minute(6_000)?)?;
+    /// assert_eq!(tier.quota().limit(), 6_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn quota(&self) -> &Q {
         &self.quota
     }

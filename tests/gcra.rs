@@ -109,7 +109,7 @@ fn every_invalid_quota_is_rejected_with_its_own_error() {
     let message = Gcra::every(Duration::MAX).unwrap_err().to_string();
     assert_eq!(
         message,
-        "quota period is longer than the supported maximum of 18.3 years"
+        "quota period or window is longer than the supported maximum of 18.3 years"
     );
     assert!(!message.contains(&HORIZON_NS.to_string()));
 
@@ -819,4 +819,23 @@ fn after_a_backward_step_no_more_is_admitted_than_with_a_monotonic_clock() {
             }
         }
     }
+}
+
+/// A reading within the horizon but far ahead of the true time (a timestamp from another clock's
+/// origin) cannot be told from the truth: it is trusted, and later correct readings are judged
+/// behind the state it wrote, denied until they pass it, with retry-after counted from the time
+/// that state was written (the documented rule, pinned here).
+#[test]
+fn a_reading_far_ahead_is_trusted_until_correct_readings_pass_it() {
+    let quota = Gcra::per_second(5).unwrap().with_burst(1).unwrap();
+    let limiter = limiter(quota);
+    let ahead_ns = 10 * YEAR_NS;
+    assert!(limiter.check_at(at(ahead_ns)).is_allowed());
+    for correct_ns in [SECOND_NS, DAY_NS, YEAR_NS] {
+        let denied = limiter.check_at(at(correct_ns));
+        assert!(denied.is_denied());
+        assert_eq!(denied.remaining(), 0);
+        assert_eq!(denied.retry_after(), Duration::from_millis(200));
+    }
+    assert!(limiter.check_at(at(ahead_ns + 200_000_000)).is_allowed());
 }

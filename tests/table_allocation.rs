@@ -36,7 +36,7 @@ fn assert_sizes<M: KeyMode<u64>>(mode: &str) {
     let cases: [(&str, usize, Option<usize>); 4] = [
         ("2^36 keys", 1 << 36, None),
         ("2^32 keys, default shards", 1 << 32, None),
-        ("one key in 2^30 shards", 1, Some(1 << 30)),
+        ("2^40 keys in 2^24 shards", 1 << 40, Some(1 << 24)),
         ("2^30 keys in one shard", 1 << 30, Some(1)),
     ];
     for (name, capacity, shards) in cases {
@@ -102,7 +102,7 @@ fn tables_too_large_to_allocate_are_errors_not_aborts() {
     for mode in ["hashed", "exact"] {
         assert!(
             stdout.contains(&format!("{mode} 100,000 keys:"))
-                && stdout.contains(&format!("{mode} one key in 2^30 shards: allocation")),
+                && stdout.contains(&format!("{mode} 2^40 keys in 2^24 shards: allocation")),
             "child output lacks its {mode} results:\n{stdout}"
         );
     }

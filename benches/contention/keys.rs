@@ -1,5 +1,5 @@
 //! Key patterns of the keyed scenarios: the per-thread key sources used in the measured loop,
-//! and, after a run, how often each key was checked (to compute what the policy allows).
+//! and, after a run, how often each key was checked (to compute what the quota allows).
 
 use crate::subjects::KeySource;
 use rand::rngs::StdRng;

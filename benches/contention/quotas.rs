@@ -55,9 +55,9 @@ impl QuotaSpec {
             .expect("valid ratelimit parameters")
     }
 
-    /// What the policy admits for one key over `lifetime` under `algorithm`, when the key is
-    /// checked continuously from the start of `lifetime` (for window algorithms: from the
-    /// clock origin, where windows start) to its end:
+    /// What the quota admits for one key over `lifetime` under `algorithm`, when the key is
+    /// checked continuously from the start of `lifetime` (for window algorithms, a window
+    /// boundary) to its end:
     ///
     /// - GCRA and token buckets: `rate × lifetime + burst`, a strict upper bound.
     /// - Fixed window: `limit` per window touched, a strict upper bound.
@@ -77,7 +77,7 @@ impl QuotaSpec {
     }
 
     /// Whether the algorithm's windows are aligned to its clock's origin (so the span that
-    /// bounds admissions starts there, not at the first check).
+    /// bounds admissions starts at a window boundary, not at the first check).
     pub fn windows_start_at_clock_origin(algorithm: AlgorithmKind) -> bool {
         matches!(
             algorithm,

@@ -9,7 +9,7 @@ use std::path::Path;
 pub const CSV_HEADER: &str =
     "scenario,limiter,algorithm,threads,keys,ops,ns_per_op,agg_ns_per_op,mops_per_s,allowed_fraction";
 
-/// Admissions compared with what the policy allows.
+/// Admissions compared with what the quota allows.
 #[derive(Debug, Clone)]
 pub struct Accuracy {
     /// What was counted: "all" requests, the "legit" hot keys of keyed-flood, or the "hot" key
@@ -19,7 +19,7 @@ pub struct Accuracy {
     pub admitted: u64,
     /// Requests offered over the same span.
     pub offered: u64,
-    /// The most the policy admits: the sum over keys of min(requests, per-key bound).
+    /// The most the quota admits: the sum over keys of min(requests, per-key bound).
     pub bound: f64,
 }
 
@@ -175,7 +175,7 @@ fn accuracy_cell(accuracy: &Option<Accuracy>) -> String {
     )
 }
 
-/// Relative excess over the policy's value above which a row is flagged: timing slack (the
+/// Relative excess over the quota's value above which a row is flagged: timing slack (the
 /// span is measured around the checks, not at them) stays far below it.
 const OVER_QUOTA_TOLERANCE: f64 = 0.005;
 
@@ -219,7 +219,7 @@ pub fn print_table(
         writeln!(out, "\n== {scenario}: {description} ==")?;
         writeln!(
             out,
-            "{:>7}  {:<14} {:<15} {:>9} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9}  accuracy (admitted vs policy)",
+            "{:>7}  {:<14} {:<15} {:>9} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9}  accuracy (admitted vs quota)",
             "threads",
             "limiter",
             "algorithm",

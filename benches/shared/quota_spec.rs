@@ -1,6 +1,6 @@
 //! A quota as a rate and a burst, expressed for every limiter the benchmarks compare. Shared by
 //! `benches/keyed.rs`, `benches/callgrind_keyed.rs` and `benches/contention.rs` (included by
-//! `#[path]`), so that subjects built from one spec enforce the same policy whatever their
+//! `#[path]`), so that subjects built from one spec enforce the same quota whatever their
 //! implementation.
 
 use nanolimit::{FixedWindow, Gcra, Quota, SlidingWindow};

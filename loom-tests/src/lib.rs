@@ -3,8 +3,9 @@
 //! Every model builds its limiter inside the model closure (loom's atomics only exist inside a
 //! model), runs a few threads that each follow a plan of checks with caller-supplied times, and
 //! then asserts properties of the decisions and of the final state. Only the public API is used
-//! (plus the hidden `KeyedLimiter::lookup_hint`), and no clock is ever read: every time is a
-//! [`Timestamp`] passed in (`check_at`, `Request::at` for `check_with` and `peek_with`).
+//! (plus `KeyedLimiter::lookup_hint`, compiled only under `cfg(nanolimit_loom)`), and no clock
+//! is ever read: every time is a [`Timestamp`] passed in (`check_at`, `Request::at` for
+//! `check_with` and `peek_with`).
 //!
 //! [`run_concurrently`] is generic over what is shared and what a step of a plan is: direct
 //! models run plans of [`DirectOperation`]s, keyed models plans of [`KeyedOperation`]s (see

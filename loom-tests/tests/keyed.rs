@@ -359,7 +359,7 @@ fn exact_key(low: u128, high: u128) -> u128 {
 /// Keys for a race between a reclaim and a check or peek reading an `Exact` identity half
 /// before and half after the reclaim rewrites it: the reclaimed key `(low 1, high 1)`, the new
 /// key `(low 2, high h)`, and the torn key `(low 1, high h)`, never seen, with `h` chosen (with
-/// the hidden `lookup_hint`) so that the torn key's hint equals the reclaimed key's: its lookup
+/// the loom-only `lookup_hint`) so that the torn key's hint equals the reclaimed key's: its lookup
 /// then reads the reclaimed slot.
 struct TornIdentity {
     reclaimed: u128,

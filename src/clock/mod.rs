@@ -1,13 +1,13 @@
 //! Clocks: where a limiter gets "now" from.
 //!
-//! A [`Clock`] returns a [`Timestamp`]: monotonic nanoseconds since the clock's own origin (the
-//! moment it was created). Limiters only compare readings of the same clock, so the origin is
-//! arbitrary; it only has to stay the same for the limiter's lifetime.
+//! A [`Clock`] returns a [`Timestamp`]: monotonic nanoseconds since the clock's origin.
+//! Limiters only compare readings of the same clock, so the origin is arbitrary; it only has to
+//! stay the same for the limiter's lifetime. (The README's "Time" section measures each clock.)
 //!
 //! | clock | cost per read | resolution | use it for |
 //! |---|---|---|---|
-//! | [`QuantaClock`] (the default) | one TSC read and a multiply (about 10 ns, see the README) | ~1 ns | everything, unless the read shows up in a profile |
-//! | [`UpkeepClock`] | one relaxed atomic load (~1 ns) | the upkeep interval (default 100 µs) | hot loops that tolerate admission decisions quantised to the interval |
+//! | [`QuantaClock`] (the default; one origin per process) | one TSC read and a multiply | ~1 ns | everything, unless the read shows up in a profile |
+//! | [`UpkeepClock`] | one relaxed atomic load | the upkeep interval (default 100 µs) | hot loops that tolerate admission decisions quantised to the interval |
 //! | [`ManualClock`] | one relaxed atomic load | whatever you set | tests and simulations |
 //!
 //! Every limiter also has a `check_at(now)` form: a packet loop that already holds a timestamp
@@ -15,7 +15,7 @@
 //!
 //! Clocks may step backwards (the TSC can, across cores), and a reading taken before a
 //! preemption arrives late. Limiters judge such a reading at the latest time their state has
-//! seen: never a panic, never an overflow, never extra capacity (the one bound, for window
+//! seen: never a panic, never an overflow, never an extra admission (the one bound, for window
 //! quotas, is stated in [the quota module](crate::quota#readings-behind-the-state)).
 
 mod manual;

@@ -13,9 +13,14 @@ use std::time::Duration;
 /// rejects a value past the horizon instead of clamping it. A Unix-epoch time in nanoseconds, or
 /// `u64::MAX`, is therefore an error where it is made, and can never reach a limiter's state.
 ///
-/// Readings of one limiter must share one origin. A packet loop that stamps packets with a NIC
-/// counter subtracts the counter's value at a moment of its choosing (say, when the limiter was
-/// built) and uses only such timestamps with that limiter, never its clock's.
+/// Readings of one limiter must share one origin. Every [`QuantaClock`](crate::QuantaClock) of a
+/// process shares one, and [`QuantaClock::timestamp`](crate::QuantaClock::timestamp) converts a
+/// [`std::time::Instant`] to it. A packet loop that stamps packets with a NIC counter subtracts
+/// the counter's value at a moment of its choosing (say, when the limiter was built) and uses
+/// only such timestamps with that limiter, never its clock's. A reading within the horizon but
+/// ahead of the true time cannot be told from the truth: the state it writes runs ahead, and
+/// later correct readings are denied until they pass it (see
+/// [readings behind the state](crate::quota#readings-behind-the-state)).
 ///
 /// ```
 /// use nanolimit::{Timestamp, TimestampError};

@@ -1,7 +1,7 @@
 //! Key modes: how a keyed table stores a key's identity, [`Hashed`] (any `Hash` key, as a 64-bit
 //! seeded hash) or [`Exact`] (integer keys up to 128 bits, stored as they are).
 
-use super::slot::{Slot, SlotOps};
+use super::slot::Slot;
 use core::hash::Hash;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -77,9 +77,8 @@ impl<T: ExactKey + ?Sized> ExactKey for &T {
 }
 
 /// Key mode: keys are stored as their 64-bit seeded hash (any `Hash` key: strings, tuples,
-/// addresses; a 16-byte slot, 25.5 bytes per key of capacity with headroom and hints). The
-/// default; see [key identity and collisions](super#key-identity-and-collisions) for the
-/// collision probability.
+/// addresses). The default. Its cost per key is under [sizing](super#sizing), its collision
+/// probability under [key identity and collisions](super#key-identity-and-collisions).
 ///
 /// ```
 /// use nanolimit::{Gcra, Hashed, KeyedLimiter, QuantaClock};
@@ -95,7 +94,7 @@ impl<T: ExactKey + ?Sized> ExactKey for &T {
 pub struct Hashed;
 
 /// Key mode: integer keys up to 128 bits (IPv4, IPv6, `u64` ids; see [`ExactKey`]) are stored
-/// exactly, so two keys never share a state (a 24-byte slot, 31.25 bytes per key of capacity).
+/// exactly, so two keys never share a state. Its cost per key is under [sizing](super#sizing).
 ///
 /// ```
 /// use nanolimit::{ExactKeyedLimiter, Gcra, KeyedLimiter};
@@ -109,18 +108,14 @@ pub struct Hashed;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Exact;
 
-/// How a keyed table stores its keys: [`Hashed`] or [`Exact`].
-pub trait KeyMode<K: ?Sized>: private::Sealed + Send + Sync + 'static {
-    #[doc(hidden)]
-    type Slot: SlotOps;
-    #[doc(hidden)]
-    fn identify(hasher: &ahash::RandomState, key: &K) -> (u64, <Self::Slot as SlotOps>::Identity);
-}
+/// How a keyed table stores its keys: [`Hashed`] or [`Exact`]. Sealed: what a mode does is
+/// internal to the table.
+pub trait KeyMode<K: ?Sized>: private::Sealed<K> + Send + Sync + 'static {}
 
-impl private::Sealed for Hashed {}
-impl private::Sealed for Exact {}
+impl<K: Hash + ?Sized> KeyMode<K> for Hashed {}
+impl<K: ExactKey + ?Sized> KeyMode<K> for Exact {}
 
-impl<K: Hash + ?Sized> KeyMode<K> for Hashed {
+impl<K: Hash + ?Sized> private::Sealed<K> for Hashed {
     type Slot = Slot<1>;
 
     #[inline]
@@ -130,7 +125,7 @@ impl<K: Hash + ?Sized> KeyMode<K> for Hashed {
     }
 }
 
-impl<K: ExactKey + ?Sized> KeyMode<K> for Exact {
+impl<K: ExactKey + ?Sized> private::Sealed<K> for Exact {
     type Slot = Slot<2>;
 
     #[inline]
@@ -140,7 +135,17 @@ impl<K: ExactKey + ?Sized> KeyMode<K> for Exact {
     }
 }
 
-mod private {
-    /// Seals [`KeyMode`](super::KeyMode): the table relies on how each mode fills a slot.
-    pub trait Sealed {}
+pub(super) mod private {
+    use super::super::slot::SlotOps;
+
+    /// Seals [`KeyMode`](super::KeyMode), and holds what the table needs of a mode.
+    pub trait Sealed<K: ?Sized> {
+        /// The slot a key of this mode lives in.
+        type Slot: SlotOps;
+        /// The key's hash (for placement) and identity words (stored in its slot).
+        fn identify(
+            hasher: &ahash::RandomState,
+            key: &K,
+        ) -> (u64, <Self::Slot as SlotOps>::Identity);
+    }
 }

@@ -291,7 +291,17 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     }
 
     /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
-    /// [`Request::at`].
+    /// [`Request::at`]: a packet loop reads it once per batch.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<u32, _>::new(Gcra::per_second(1_000)?, 1_000)?;
+    /// let now = limiter.now();
+    /// let admitted = [1u32, 2, 3, 1].iter().filter(|flow| limiter.check_at(flow, now).is_allowed());
+    /// assert_eq!(admitted.count(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn now(&self) -> Timestamp {
         self.clock.now()

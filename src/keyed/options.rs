@@ -73,6 +73,14 @@ pub enum TableError {
         /// The shard count asked for.
         shards: usize,
     },
+    /// More shards than the table has buckets' worth of slots (a shard would hold less than a
+    /// bucket), or more than 2^24 (the one-byte lookup hints come from hash bits 24..32).
+    TooManyShards {
+        /// The shard count asked for.
+        shards: usize,
+        /// The most this capacity allows.
+        max: usize,
+    },
     /// A capacity whose table would not fit in memory addressing.
     CapacityTooLarge {
         /// The capacity asked for.
@@ -92,6 +100,10 @@ impl fmt::Display for TableError {
             TableError::ShardsNotPowerOfTwo { shards } => {
                 write!(f, "keyed table shard count {shards} is not a power of two")
             }
+            TableError::TooManyShards { shards, max } => write!(
+                f,
+                "keyed table shard count {shards} is above the {max} this capacity allows"
+            ),
             TableError::CapacityTooLarge { capacity } => {
                 write!(f, "keyed table capacity {capacity} is too large to address")
             }
@@ -175,10 +187,11 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
         self
     }
 
-    /// The number of shards, a power of two. Default: the smallest power of two at or above
-    /// 4 × the available parallelism, reduced so that every shard holds at least 2,048 keys of
-    /// capacity (which keeps shard overhead and rounding below 1 % of the table, so bytes per
-    /// key barely depend on the machine's core count).
+    /// The number of shards, a power of two, at most one per bucket (8 slots) of the table
+    /// and at most 2^24 ([`TableError::TooManyShards`]). Default: the smallest power of two at
+    /// or above 4 × the available parallelism, reduced so that every shard holds at least
+    /// 2,048 keys of capacity (which keeps shard overhead and rounding below 1 % of the table,
+    /// so bytes per key barely depend on the machine's core count).
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
@@ -240,7 +253,10 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
         self.key_mode::<Exact>()
     }
 
-    /// Allocates the table, or says why it cannot (including an allocation the system refuses).
+    /// Allocates the table (and writes every slot's marker, so its memory is resident from
+    /// here on), or says why it cannot, including an allocation the system refuses. On a system
+    /// that overcommits memory, a table larger than the memory actually available can be
+    /// granted and then fail as it is written: size tables for the machine.
     pub fn build(self) -> Result<KeyedLimiter<K, Q, C, M>, TableError>
     where
         M: KeyMode<K>,

@@ -47,9 +47,9 @@ pub struct Slot<const WORDS: usize> {
 
 impl<const WORDS: usize> SlotOps for Slot<WORDS> {
     type Identity = [u64; WORDS];
-    /// With one-byte hints: half again as many one-word (16-byte) slots, 25.5 bytes per key; a
-    /// quarter more two-word (24-byte) slots, 31.25 bytes per key (a third more would exceed
-    /// 32). What each gives in live keys is measured in the module documentation.
+    /// Half again as many one-word slots as keys, a quarter more two-word ones: the largest
+    /// headroom that keeps a key's share of slots and hints within 26 resp. 32 bytes (see the
+    /// `keyed` module's sizing table for what each gives in live keys).
     const HEADROOM_DIVISOR: usize = if WORDS == 1 { 2 } else { 4 };
 
     fn vacant() -> Self {
@@ -81,7 +81,7 @@ impl<const WORDS: usize> SlotOps for Slot<WORDS> {
     fn unchanged_since(&self, observed: u64) -> bool {
         // ORDERING: the Acquire fence keeps the identity reads before the load below, and pairs
         // with the Release fence an inserter issues after claiming the slot and before
-        // rewriting its identity (`Table::claim`): if any identity word read was already
+        // rewriting its identity (`claim` in the protocol): if any identity word read was already
         // rewritten, the claim happens before this load, which then cannot return `observed`
         // (a claimed slot's word never returns to an earlier value; see the protocol).
         fence(Ordering::Acquire);
@@ -93,7 +93,7 @@ impl<const WORDS: usize> SlotOps for Slot<WORDS> {
     fn set_identity(&self, identity: &[u64; WORDS]) {
         for (word, value) in self.identity.iter().zip(identity) {
             // ORDERING: Relaxed; published by the Release store of the state word that follows
-            // (see `Table::publish`).
+            // (see `publish` in the protocol).
             word.store(*value, Ordering::Relaxed);
         }
     }

@@ -1,10 +1,13 @@
 //! The table: shards of 64-byte-aligned buckets of slots, allocated once, and the lookups over
 //! them. What a check or an insert does with a slot is the [protocol](super::protocol).
 //!
-//! Each shard has two parts, kept on separate cache lines: what every lookup reads (where the
-//! buckets and hint words are), written only at construction, and what inserts write (the
-//! insert lock and the event counters), padded to a cache line of its own. So a flood of new
-//! keys into a shard does not invalidate a line that lookups of its present keys read.
+//! Each shard has two parts, kept on separate cache lines: what every lookup reads first
+//! (where the buckets and hint words are), written only at construction, and what inserts write
+//! (the insert lock and the event counters), padded to a cache line of its own. So a flood of
+//! new keys into a shard no longer invalidates the shard's header for lookups of its present
+//! keys. Inserts still write the slots and hint words they take, which share cache lines with
+//! neighbouring buckets' (eight buckets' hint words per line); `docs/performance.md` has the
+//! measured effect.
 
 use super::hints::{self, HintMatches};
 use super::options::TableError;
@@ -16,6 +19,10 @@ use crossbeam_utils::CachePadded;
 /// Slots per bucket: with [`Hashed`](super::Hashed) keys a bucket is two 64-byte cache lines,
 /// each holding four (identity, state) pairs.
 pub(crate) const SLOTS_PER_BUCKET: usize = 8;
+
+/// The most shards a table may have: hints come from hash bits 24..32, which must not pick the
+/// shard too.
+const MAX_SHARDS: usize = 1 << 24;
 
 /// One cache-line-aligned bucket of slots.
 #[derive(Debug)]
@@ -112,6 +119,15 @@ impl<S: SlotOps> Table<S> {
         let slots = capacity
             .checked_add(capacity / S::HEADROOM_DIVISOR)
             .ok_or(too_large)?;
+        // At most one shard per bucket's worth of slots (at least one: `slots >= 1`), a power of
+        // two.
+        let max_shards = 1 << slots.div_ceil(SLOTS_PER_BUCKET).min(MAX_SHARDS).ilog2();
+        if shards > max_shards {
+            return Err(TableError::TooManyShards {
+                shards,
+                max: max_shards,
+            });
+        }
         let slots_per_shard = slots.div_ceil(shards);
         let buckets_per_shard = slots_per_shard.div_ceil(SLOTS_PER_BUCKET).max(1);
         // Placement maps a 32-bit half of the hash onto the buckets of a shard.

@@ -12,7 +12,7 @@
 //!
 //! Index differences are read as in the sliding window. A reading behind the stored window (a
 //! clock that stepped back, or one taken before a preemption) is judged at the start of the
-//! stored window: it grants no capacity and writes no smaller word (see
+//! stored window: it admits nothing extra and writes no smaller word (see
 //! [readings behind the state](crate::quota#readings-behind-the-state) for the bound and its
 //! figures).
 

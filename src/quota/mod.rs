@@ -20,8 +20,9 @@
 //! reset-after, retry-after) counts from that moment too, so the advice is the same as for a
 //! reading at that time:
 //!
-//! - GCRA: a state `tat` was written at a time no earlier than `tat − tau` (`tau` = burst ×
-//!   emission interval), so a reading before that is judged there. Any lag is recognised.
+//! - GCRA: a state `tat` was written at a time no earlier than `tat − lead`, where the lead is
+//!   the largest tolerance (burst × emission interval) among the limiter's quota and the tiers
+//!   made for it or used on it, so a reading before that is judged there. Any lag is recognised.
 //! - Windows: a reading behind the stored window is judged at the start of the stored window.
 //!   The packed window index tells "behind" from "idle for a very long time" only so far: up to
 //!   the quota's `backward_windows()` windows behind ([`SlidingWindow::backward_windows`],
@@ -34,6 +35,13 @@
 //! |---|---|---|---|
 //! | [`SlidingWindow`] (index mod 2^24) | shorter than about 34.5 s | 2^16 windows (65 s of 1 ms windows) | at least 2^16 windows (26 days at 34.5 s; 13 years of 1-minute windows); any lag at all from about 69 s |
 //! | [`FixedWindow`] (index mod 2^40) | shorter than about 0.53 ms | 2^30 windows (18 minutes of 1 µs windows) | at least 2^30 windows (6.5 days at 0.53 ms; 16 years of 1 ms windows); any lag at all from about 1.05 ms |
+//!
+//! A reading *ahead* of the true time (a timestamp from another clock's origin, say) cannot be
+//! told from the truth: it is trusted, the state it writes runs ahead, and later correct
+//! readings are judged behind it, denied with retry-after counted from the time it wrote, until
+//! the readings pass it. [`Timestamp`](crate::Timestamp) rejects readings past the horizon
+//! where they are made; within it, timestamps must come from the limiter's clock (or one with
+//! the same origin).
 //!
 //! For windows whose index wraps, a key idle for nearly a whole wrap (2^24 − 2^16 windows: 4.6
 //! hours of 1 ms sliding windows; 2^40 − 2^30 fixed windows) may alias a reading behind: with a

@@ -15,7 +15,7 @@
 //! (mod 2^24) of 0 is the same window, 1 the next, and any other up to the quota's forward
 //! limit is "long ago": the state is fresh. A larger difference is a reading behind the stored
 //! window, judged at the start of the stored window, where the previous window weighs the
-//! most: it grants no capacity and writes no smaller word (see
+//! most: it admits nothing extra and writes no smaller word (see
 //! [readings behind the state](crate::quota#readings-behind-the-state) for the bound and its
 //! figures).
 
@@ -294,7 +294,7 @@ impl Quota for SlidingWindow {
     fn reset_after_ns(&self, state: u64, now: WindowInstant) -> u64 {
         let view = self.view(state, now);
         let window_ns = self.length.window_ns;
-        // Full capacity once the current count has become the previous one and its share has
+        // The whole limit again once the current count has become the previous one and its share has
         // rounded down to zero (a share below one unit).
         if view.current > 0 {
             let at = self.earliest_elapsed(view.current, 1).unwrap_or(window_ns);

@@ -597,7 +597,7 @@ pub mod window {
         assert_eq!(W::new(5, Duration::MAX), period_too_long);
         assert_eq!(
             W::new(5, Duration::MAX).unwrap_err().to_string(),
-            "quota period is longer than the supported maximum of 18.3 years"
+            "quota period or window is longer than the supported maximum of 18.3 years"
         );
         let too_short = W::new(5, Duration::from_nanos(1)).unwrap_err().to_string();
         assert!(

@@ -36,11 +36,31 @@ fn table_construction_errors<M: KeyMode<u64>>() {
             capacity: usize::MAX / 2
         })
     );
-    for shards in [1, 2, 4, 64] {
+    for shards in [1, 2, 4, 64, 128] {
         assert_eq!(build(1_000, shards), Ok(shards));
     }
-    // More shards than keys still builds a working table.
-    assert_eq!(build(1, 16), Ok(16));
+    // At most one shard per bucket of 8 slots: 1,000 keys have 1,500 (hashed) or 1,250
+    // (exact) slots, 188 or 157 buckets, so at most 128 shards; one key has one bucket.
+    assert_eq!(
+        build(1_000, 256),
+        Err(TableError::TooManyShards {
+            shards: 256,
+            max: 128
+        })
+    );
+    assert_eq!(build(1, 1), Ok(1));
+    assert_eq!(
+        build(1, 16),
+        Err(TableError::TooManyShards { shards: 16, max: 1 })
+    );
+    // And never more than 2^24, however large the table (checked before any allocation).
+    assert_eq!(
+        build(1 << 40, 1 << 25),
+        Err(TableError::TooManyShards {
+            shards: 1 << 25,
+            max: 1 << 24
+        })
+    );
 }
 
 #[test]
