@@ -39,7 +39,7 @@
 //! A reading *ahead* of the true time (a timestamp from another clock's origin, say) cannot be
 //! told from the truth: it is trusted, the state it writes runs ahead, and later correct
 //! readings are judged behind it, denied with retry-after counted from the time it wrote, until
-//! the readings pass it. [`Timestamp`](crate::Timestamp) rejects readings past the horizon
+//! the readings pass it. [`Timestamp`] rejects readings past the horizon
 //! where they are made; within it, timestamps must come from the limiter's clock (or one with
 //! the same origin).
 //!
