@@ -31,7 +31,7 @@ pub struct Decision<Q: Quota> {
     entry: Entry,
     cost: u64,
     /// The word after the decision: the stored word if allowed, the observed one if denied or
-    /// peeked; for a refused new key, the nanoseconds until it may retry.
+    /// peeked; for a refused new key, the state that says when it may retry.
     state: u64,
     now: Q::Instant,
     quota: Q,
@@ -46,8 +46,22 @@ enum Entry {
     /// A key a full table admitted without tracking it ([`WhenFull::Allow`](crate::WhenFull)):
     /// judged as a fresh key, nothing stored.
     Untracked,
-    /// A new key a full table refused: no slot frees for it before the time `state` holds.
-    Refused,
+    /// A new key a full table refused: it waits until `state` (the state of the slot that
+    /// frees first) is fresh.
+    RefusedUntilFresh,
+    /// A new key a full table refused on the state it would inherit (an eviction that would
+    /// not admit it): it waits until `state` admits its cost.
+    RefusedUntilAdmitted,
+}
+
+/// Why a full table refused a new key, and the state that says until when.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Refusal {
+    /// Every slot the key may use is live; this one (its state, if the key has any slot) becomes
+    /// fresh first.
+    UntilFresh(Option<u64>),
+    /// The state an eviction would have the key inherit denies its cost.
+    UntilAdmitted(u64),
 }
 
 impl<Q: Quota> Decision<Q> {
@@ -80,18 +94,36 @@ impl<Q: Quota> Decision<Q> {
     }
 
     /// A new key refused by a full table: nothing remains for it, and it may retry once one of
-    /// the slots it may use frees (at least 1 ns from now, so it never reads as "retry now").
-    /// A cost of zero still passes (it asks for nothing).
+    /// the slots it may use frees, or the state it would inherit admits it (at least 1 ns from
+    /// now, so it never reads as "retry now"; computed only if asked). A cost of zero still
+    /// passes (it asks for nothing).
     #[cold]
-    pub(crate) fn refused(cost: u64, retry_after_ns: u64, now: Q::Instant, quota: Q) -> Self {
+    pub(crate) fn refused(cost: u64, refusal: Refusal, now: Q::Instant, quota: Q) -> Self {
+        let (entry, state) = match refusal {
+            // A key with no slot at all (none exists) may retry at once: 1 ns.
+            Refusal::UntilFresh(state) => (Entry::RefusedUntilFresh, state.unwrap_or(Q::FRESH)),
+            Refusal::UntilAdmitted(state) => (Entry::RefusedUntilAdmitted, state),
+        };
         Decision {
             allowed: cost == 0,
-            entry: Entry::Refused,
+            entry,
             cost,
-            state: retry_after_ns.max(1),
+            state,
             now,
             quota,
         }
+    }
+
+    /// For a refused new key: nanoseconds until it may retry, at least 1.
+    fn refused_wait_ns(&self) -> Option<u64> {
+        let wait_ns = match self.entry {
+            Entry::Tracked | Entry::Untracked => return None,
+            Entry::RefusedUntilFresh => self.quota.reset_after_ns(self.state, self.now),
+            Entry::RefusedUntilAdmitted => {
+                self.quota.retry_after_ns(self.state, self.now, self.cost)
+            }
+        };
+        Some(wait_ns.max(1))
     }
 
     /// Whether the request may proceed.
@@ -146,16 +178,16 @@ impl<Q: Quota> Decision<Q> {
     /// How many unit-cost requests would pass right after this decision.
     pub fn remaining(&self) -> u64 {
         match self.entry {
-            Entry::Refused => 0,
+            Entry::RefusedUntilFresh | Entry::RefusedUntilAdmitted => 0,
             Entry::Tracked | Entry::Untracked => self.quota.remaining(self.state, self.now),
         }
     }
 
     /// How long until the whole limit is available again, with no further traffic.
     pub fn reset_after(&self) -> Duration {
-        Duration::from_nanos(match self.entry {
-            Entry::Refused => self.state,
-            Entry::Tracked | Entry::Untracked => self.quota.reset_after_ns(self.state, self.now),
+        Duration::from_nanos(match self.refused_wait_ns() {
+            Some(wait_ns) => wait_ns,
+            None => self.quota.reset_after_ns(self.state, self.now),
         })
     }
 
@@ -164,11 +196,9 @@ impl<Q: Quota> Decision<Q> {
         if self.allowed {
             return Duration::ZERO;
         }
-        Duration::from_nanos(match self.entry {
-            Entry::Refused => self.state,
-            Entry::Tracked | Entry::Untracked => {
-                self.quota.retry_after_ns(self.state, self.now, self.cost)
-            }
+        Duration::from_nanos(match self.refused_wait_ns() {
+            Some(wait_ns) => wait_ns,
+            None => self.quota.retry_after_ns(self.state, self.now, self.cost),
         })
     }
 
@@ -181,7 +211,7 @@ impl<Q: Quota> Decision<Q> {
     /// state for a key the table did not track.
     pub fn state_word(&self) -> u64 {
         match self.entry {
-            Entry::Refused => Q::FRESH,
+            Entry::RefusedUntilFresh | Entry::RefusedUntilAdmitted => Q::FRESH,
             Entry::Tracked | Entry::Untracked => self.state,
         }
     }

@@ -45,16 +45,20 @@ use super::key_mode::KeyMode;
 use super::placement::Placement;
 use super::slot::{SlotOps, RESERVED, VACANT};
 use super::table::TableEvent;
+use super::table::SLOTS_PER_BUCKET;
 use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;
-use crate::decision::Decision;
+use crate::decision::{Decision, Refusal};
 use crate::driver::{self, Applied, Attempt};
 use crate::quota::{Quota, Step};
 use crate::request::JudgingLead;
 use crate::sync::{fence, Ordering};
 
-/// The slot the insert path takes for a new key.
+/// What the insert path finds for a key: its own slot after all, or the slot to take for it.
 enum Candidate<'table, S> {
+    /// The key's own entry (the lock-free lookup missed it: inserted meanwhile, or a stale
+    /// hint), whose state was loaded as `state`.
+    Holding { slot: &'table S, state: u64 },
     /// A slot that never held a key.
     Vacant(&'table S),
     /// A slot whose entry is equivalent to fresh, judged on `state`.
@@ -65,8 +69,8 @@ enum Candidate<'table, S> {
 
 /// Every slot a new key may use holds a live entry.
 struct Full {
-    /// Time until the first of them is equivalent to fresh (reclaimable).
-    soonest_free_ns: u64,
+    /// The state of the one that becomes fresh (reclaimable) first.
+    soonest_fresh: Option<u64>,
 }
 
 impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
@@ -131,23 +135,24 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         cost: u64,
         now: Q::Instant,
     ) -> Decision<Q> {
-        let inherited = match self.choose_slot(placement, now) {
+        let inherited = match self.choose_slot(placement, None, now) {
+            // Never without an identity to look for.
+            Ok(Candidate::Holding { state, .. }) => state,
             Ok(Candidate::Vacant(_) | Candidate::Reclaimable { .. }) => Q::FRESH,
             Ok(Candidate::Evictable { state, .. }) => state,
             Err(Full { .. }) if self.when_full == WhenFull::Allow => {
                 return Decision::untracked(cost, Q::FRESH, now, self.lead.judging(quota));
             }
-            Err(Full { soonest_free_ns }) => {
-                return Decision::refused(cost, soonest_free_ns, now, self.lead.judging(quota));
+            Err(Full { soonest_fresh }) => {
+                let judging = self.lead.judging(quota);
+                return Decision::refused(cost, Refusal::UntilFresh(soonest_fresh), now, judging);
             }
         };
+        let judging = self.lead.judging(quota);
         match quota.step(inherited, now, cost) {
-            _ if cost == 0 => Decision::new(true, 0, inherited, now, self.lead.judging(quota)),
-            Step::Allow(_) => Decision::new(true, cost, inherited, now, self.lead.judging(quota)),
-            Step::Deny => {
-                let wait_ns = quota.retry_after_ns(inherited, now, cost);
-                Decision::refused(cost, wait_ns, now, self.lead.judging(quota))
-            }
+            _ if cost == 0 => Decision::new(true, 0, inherited, now, judging),
+            Step::Allow(_) => Decision::new(true, cost, inherited, now, judging),
+            Step::Deny => Decision::refused(cost, Refusal::UntilAdmitted(inherited), now, judging),
         }
     }
 
@@ -190,20 +195,19 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         let shard = placement.shard;
         let _guard = self.table.lock(shard);
         // Slots of this shard are only reassigned under the lock we hold: from here on, a slot
-        // holding our identity keeps it, and no other thread claims a slot. Every slot is read:
-        // the lock-free lookup may have missed the key on a stale hint.
-        if let Some((slot, observed)) = self.table.find_exhaustive(placement, identity) {
-            if let Some(decision) =
-                apply_to_slot(slot, identity, observed, &self.lead, quota, cost, now)
-            {
-                return decision;
-            }
-            unreachable!("slots are not reassigned while their shard's insert lock is held");
-        }
+        // holding our identity keeps it, and no other thread claims a slot. Every slot is read
+        // (the lock-free lookup may have missed the key on a stale hint), in the same pass that
+        // chooses a slot for it.
         loop {
-            let candidate = match self.choose_slot(placement, now) {
+            let candidate = match self.choose_slot(placement, Some(identity), now) {
+                Ok(Candidate::Holding { slot, state }) => {
+                    return apply_to_slot(slot, identity, state, &self.lead, quota, cost, now)
+                        .expect(
+                            "slots are not reassigned while their shard's insert lock is held",
+                        );
+                }
                 Ok(candidate) => candidate,
-                Err(Full { soonest_free_ns }) => {
+                Err(Full { soonest_fresh }) => {
                     return if self.when_full == WhenFull::Allow {
                         self.table.count(shard, TableEvent::UntrackedNewKey);
                         // A fresh state admits any cost up to the limit: never `Deny`.
@@ -214,7 +218,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                         Decision::untracked(cost, state, now, self.lead.judging(quota))
                     } else {
                         self.table.count(shard, TableEvent::RefusedNewKey);
-                        Decision::refused(cost, soonest_free_ns, now, self.lead.judging(quota))
+                        let judging = self.lead.judging(quota);
+                        Decision::refused(cost, Refusal::UntilFresh(soonest_fresh), now, judging)
                     };
                 }
             };
@@ -223,6 +228,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             // way the first stored word is greater than the previous one, which is what keeps
             // stale checkers out (module docs).
             let (slot, previous, event) = match candidate {
+                Candidate::Holding { .. } => unreachable!("handled above"),
                 Candidate::Vacant(slot) => (slot, None, None),
                 Candidate::Reclaimable { slot, state } => {
                     (slot, Some(state), Some(TableEvent::Reclaim))
@@ -236,9 +242,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                 // Only an inherited (evicted) state can deny: then nothing is evicted, and the
                 // new key is refused, until that state would admit it.
                 self.table.count(shard, TableEvent::RefusedNewKey);
+                let inherited = previous.unwrap_or(Q::FRESH);
                 let judging = self.lead.judging(quota);
-                let wait_ns = judging.retry_after_ns(previous.unwrap_or(Q::FRESH), now, cost);
-                return Decision::refused(cost, wait_ns, now, judging);
+                return Decision::refused(cost, Refusal::UntilAdmitted(inherited), now, judging);
             };
             if let Some(previous) = previous {
                 if !claim(slot, previous) {
@@ -256,42 +262,61 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         }
     }
 
-    /// Picks the slot for a new key: a vacant one if either bucket has one (in the bucket with
+    /// Surveys a key's 16 slots in one pass: the key's own slot if `identity` is given and one
+    /// holds it; else the slot for it: a vacant one if either bucket has one (in the bucket with
     /// more vacant slots: "power of two choices" keeps buckets even and delays the first
-    /// refusal); else an entry equivalent to fresh (in the bucket with more of them); else, if
+    /// refusal), else an entry equivalent to fresh (in the bucket with more of them), else, if
     /// evicting, the live entry closest to fresh. When none is to be had, how soon one frees.
+    #[inline]
     fn choose_slot(
         &self,
         placement: Placement,
+        identity: Option<&<M::Slot as SlotOps>::Identity>,
         now: Q::Instant,
     ) -> Result<Candidate<'_, M::Slot>, Full> {
+        // The first vacant (resp. reclaimable) slot of the bucket with the most of them.
         let mut vacant: Option<(&M::Slot, usize)> = None;
         let mut reclaimable: Option<(&M::Slot, u64, usize)> = None;
+        // The live entry soonest fresh: slot, state, freshness rank.
+        let mut closest: Option<(&M::Slot, u64, u64)> = None;
         for bucket in placement.buckets() {
-            let mut vacant_here: Option<(&M::Slot, usize)> = None;
-            let mut reclaimable_here: Option<(&M::Slot, u64, usize)> = None;
+            let (mut vacant_here, mut vacant_count) = (None, 0);
+            let (mut reclaimable_here, mut reclaimable_count) = (None, 0);
             for slot in self.table.bucket(placement, bucket) {
-                // ORDERING: Relaxed; the state is only judged here, and claimed by a CAS that
-                // fails if it changed. Identity words are not read.
-                let state = slot.state().load(Ordering::Relaxed);
+                // ORDERING: Acquire, as the lock-free lookup's load: if the slot holds our
+                // identity, the driver then updates it on this observation. Other states are
+                // only judged here, and claimed by a CAS that fails if they changed.
+                let state = slot.state().load(Ordering::Acquire);
                 if state == VACANT {
-                    let count = vacant_here.map_or(0, |(_, count)| count) + 1;
-                    vacant_here = Some((vacant_here.map_or(slot, |(first, _)| first), count));
-                } else if self.quota.is_fresh(state, now) {
-                    reclaimable_here = match reclaimable_here {
-                        Some((first, first_state, count)) => Some((first, first_state, count + 1)),
-                        None => Some((slot, state, 1)),
-                    };
+                    vacant_here = vacant_here.or(Some(slot));
+                    vacant_count += 1;
+                    continue;
+                }
+                if let Some(identity) = identity {
+                    if state < RESERVED && slot.holds(identity) {
+                        return Ok(Candidate::Holding { slot, state });
+                    }
+                }
+                match self.quota.freshness_rank(state, now) {
+                    None => {
+                        reclaimable_here = reclaimable_here.or(Some((slot, state)));
+                        reclaimable_count += 1;
+                    }
+                    Some(rank) => {
+                        if closest.is_none_or(|(_, _, soonest)| rank < soonest) {
+                            closest = Some((slot, state, rank));
+                        }
+                    }
                 }
             }
-            if let Some((slot, count)) = vacant_here {
-                if vacant.is_none_or(|(_, most)| count > most) {
-                    vacant = Some((slot, count));
+            if let Some(slot) = vacant_here {
+                if vacant.is_none_or(|(_, most)| vacant_count > most) {
+                    vacant = Some((slot, vacant_count));
                 }
             }
-            if let Some((slot, state, count)) = reclaimable_here {
-                if reclaimable.is_none_or(|(_, _, most)| count > most) {
-                    reclaimable = Some((slot, state, count));
+            if let Some((slot, state)) = reclaimable_here {
+                if reclaimable.is_none_or(|(_, _, most)| reclaimable_count > most) {
+                    reclaimable = Some((slot, state, reclaimable_count));
                 }
             }
         }
@@ -301,36 +326,12 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         if let Some((slot, state, _)) = reclaimable {
             return Ok(Candidate::Reclaimable { slot, state });
         }
-        self.closest_to_fresh(placement, now)
-    }
-
-    /// Every candidate slot is live: the one closest to fresh, to evict if the policy says so,
-    /// else how soon it frees.
-    #[cold]
-    fn closest_to_fresh(
-        &self,
-        placement: Placement,
-        now: Q::Instant,
-    ) -> Result<Candidate<'_, M::Slot>, Full> {
-        let mut closest: Option<(&M::Slot, u64, u64)> = None;
-        for bucket in placement.buckets() {
-            for slot in self.table.bucket(placement, bucket) {
-                // ORDERING: Relaxed, as in `choose_slot`.
-                let state = slot.state().load(Ordering::Relaxed);
-                let rank = self.quota.freshness_rank(state, now);
-                if closest.is_none_or(|(_, _, soonest)| rank < soonest) {
-                    closest = Some((slot, state, rank));
-                }
-            }
-        }
         match closest {
             Some((slot, state, _)) if self.when_full == WhenFull::EvictClosestToFresh => {
                 Ok(Candidate::Evictable { slot, state })
             }
             closest => Err(Full {
-                soonest_free_ns: closest.map_or(0, |(_, state, _)| {
-                    self.lead.judging(&self.quota).reset_after_ns(state, now)
-                }),
+                soonest_fresh: closest.map(|(_, state, _)| state),
             }),
         }
     }

@@ -1,9 +1,9 @@
 //! The table: shards of 64-byte-aligned buckets of slots, allocated once, and the lookups over
 //! them. What a check or an insert does with a slot is the [protocol](super::protocol).
 //!
-//! Each shard has two parts, kept on separate cache lines: what every lookup reads first
-//! (where the buckets and hint words are), written only at construction, and what inserts write
-//! (the insert lock and the event counters), padded to a cache line of its own. So a flood of
+//! Each shard has two parts, side by side in one allocation but on separate (padded) cache
+//! lines: what every lookup reads first (where the buckets and hint words are), written only at
+//! construction, and what inserts write (the insert lock and the event counters). So a flood of
 //! new keys into a shard no longer invalidates the shard's header for lookups of its present
 //! keys. Inserts still write the slots and hint words they take, which share cache lines with
 //! neighbouring buckets' (eight buckets' hint words per line); `docs/performance.md` has the
@@ -40,6 +40,14 @@ struct Shard<S> {
     /// One word of one-byte hints per bucket ([`hints`]). Written under the
     /// insert lock before the slot is published.
     hints: Box<[AtomicU64]>,
+}
+
+/// A shard's two parts, side by side on separate cache lines. (Kept in one allocation: with the
+/// writer parts in an array of their own, inserts were about 6 ns slower.)
+#[derive(Debug)]
+struct ShardBlock<S> {
+    read: CachePadded<Shard<S>>,
+    writer: CachePadded<ShardWriter>,
 }
 
 /// What inserts write in a shard, on a cache line of its own.
@@ -99,8 +107,7 @@ pub struct KeyedStats {
 /// The table: shards of buckets of slots.
 #[derive(Debug)]
 pub(super) struct Table<S> {
-    shards: Box<[CachePadded<Shard<S>>]>,
-    writers: Box<[CachePadded<ShardWriter>]>,
+    shards: Box<[ShardBlock<S>]>,
     shard_mask: u64,
     buckets_per_shard: u64,
 }
@@ -142,7 +149,7 @@ impl<S: SlotOps> Table<S> {
             .filter(|&bytes| bytes <= isize::MAX as usize)
             .ok_or(too_large)?;
         let allocation_failed = TableError::AllocationFailed { bytes: total_bytes };
-        let writers = try_boxed_slice(shards, allocation_failed, || {
+        let make_writer = || {
             CachePadded::new(ShardWriter {
                 insert_lock: Mutex::new(()),
                 inserts: AtomicU64::new(0),
@@ -151,7 +158,7 @@ impl<S: SlotOps> Table<S> {
                 untracked_new_keys: AtomicU64::new(0),
                 evictions: AtomicU64::new(0),
             })
-        })?;
+        };
         let mut shard_parts = Vec::new();
         shard_parts
             .try_reserve_exact(shards)
@@ -162,11 +169,13 @@ impl<S: SlotOps> Table<S> {
             })?;
             let hints =
                 try_boxed_slice(buckets_per_shard, allocation_failed, || AtomicU64::new(0))?;
-            shard_parts.push(CachePadded::new(Shard { buckets, hints }));
+            shard_parts.push(ShardBlock {
+                read: CachePadded::new(Shard { buckets, hints }),
+                writer: make_writer(),
+            });
         }
         Ok(Table {
             shards: shard_parts.into_boxed_slice(),
-            writers,
             shard_mask: shards as u64 - 1,
             buckets_per_shard: buckets_per_shard as u64,
         })
@@ -184,14 +193,14 @@ impl<S: SlotOps> Table<S> {
     /// The slots of `bucket` in `placement`'s shard.
     #[inline]
     pub(super) fn bucket(&self, placement: Placement, bucket: usize) -> &[S; SLOTS_PER_BUCKET] {
-        &self.shards[placement.shard].buckets[bucket].slots
+        &self.shards[placement.shard].read.buckets[bucket].slots
     }
 
     /// The slot holding `identity` and the state observed in it, if any, reading only the slots
     /// whose hint matches (the lock-free lookup).
     #[inline]
     pub(super) fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
-        let shard = &self.shards[placement.shard];
+        let shard = &self.shards[placement.shard].read;
         placement.probe(|bucket| {
             // ORDERING: Relaxed; a hint only filters (see `hints`): a stale one sends the check
             // to the locked slow path, which does not use hints.
@@ -199,20 +208,6 @@ impl<S: SlotOps> Table<S> {
             let slots = &shard.buckets[bucket].slots;
             HintMatches::of(hint_word, placement.hint)
                 .find_map(|index| Self::holding(&slots[index], identity))
-        })
-    }
-
-    /// [`find`](Self::find), reading every candidate slot, whatever the hints say (under the
-    /// insert lock, where a stale hint must not hide a key).
-    pub(super) fn find_exhaustive(
-        &self,
-        placement: Placement,
-        identity: &S::Identity,
-    ) -> Option<(&S, u64)> {
-        placement.probe(|bucket| {
-            self.bucket(placement, bucket)
-                .iter()
-                .find_map(|slot| Self::holding(slot, identity))
         })
     }
 
@@ -229,7 +224,7 @@ impl<S: SlotOps> Table<S> {
     /// Records `placement`'s hint for `slot`, one of its candidates. Under the insert lock,
     /// before the slot is published.
     pub(super) fn set_hint(&self, placement: Placement, slot: &S) {
-        let shard = &self.shards[placement.shard];
+        let shard = &self.shards[placement.shard].read;
         for bucket in placement.buckets() {
             let slots = &shard.buckets[bucket].slots;
             if let Some(index) = slots
@@ -250,7 +245,8 @@ impl<S: SlotOps> Table<S> {
     pub(super) fn lock(&self, shard: usize) -> MutexGuard<'_, ()> {
         // A poisoned lock only means another inserter panicked (which the table never does by
         // itself); the slots it guards are still consistent, since every slot write is atomic.
-        self.writers[shard]
+        self.shards[shard]
+            .writer
             .insert_lock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -258,7 +254,7 @@ impl<S: SlotOps> Table<S> {
 
     /// Counts `event` in `shard`.
     pub(super) fn count(&self, shard: usize, event: TableEvent) {
-        let writer = &self.writers[shard];
+        let writer = &self.shards[shard].writer;
         let counter = match event {
             TableEvent::Insert => &writer.inserts,
             TableEvent::Reclaim => &writer.reclaims,
@@ -273,9 +269,9 @@ impl<S: SlotOps> Table<S> {
     pub(super) fn stats(&self) -> KeyedStats {
         // ORDERING: Relaxed loads of statistics; no other memory depends on them.
         let sum = |counter: fn(&ShardWriter) -> &AtomicU64| {
-            self.writers
+            self.shards
                 .iter()
-                .map(|writer| counter(writer).load(Ordering::Relaxed))
+                .map(|shard| counter(&shard.writer).load(Ordering::Relaxed))
                 .sum()
         };
         KeyedStats {
@@ -290,7 +286,7 @@ impl<S: SlotOps> Table<S> {
     pub(super) fn entries(&self) -> usize {
         self.shards
             .iter()
-            .flat_map(|shard| shard.buckets.iter())
+            .flat_map(|shard| shard.read.buckets.iter())
             .flat_map(|bucket| bucket.slots.iter())
             // ORDERING: Relaxed; a monitoring count, no memory is read through it.
             .filter(|slot| slot.state().load(Ordering::Relaxed) != VACANT)

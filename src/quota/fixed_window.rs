@@ -244,12 +244,9 @@ impl Quota for FixedWindow {
     }
 
     /// The window judged in: a count resets when its window ends.
-    fn freshness_rank(&self, state: u64, now: WindowInstant) -> u64 {
+    #[inline]
+    fn freshness_rank(&self, state: u64, now: WindowInstant) -> Option<u64> {
         let view = self.view(state, now);
-        if view.count == 0 {
-            0
-        } else {
-            view.index + 1
-        }
+        (view.count != 0).then_some(view.index)
     }
 }

@@ -445,8 +445,9 @@ impl Quota for Gcra {
     }
 
     /// `tat` itself: the state resets at `tat`.
-    fn freshness_rank(&self, tat: u64, _now: GcraInstant) -> u64 {
-        tat
+    #[inline]
+    fn freshness_rank(&self, tat: u64, now: GcraInstant) -> Option<u64> {
+        (tat > now.0).then_some(tat)
     }
 }
 

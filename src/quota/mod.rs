@@ -156,12 +156,14 @@ pub trait Quota: Copy + Send + Sync + Debug + 'static + Sealed {
     /// reuse its slot for another key.
     fn is_fresh(&self, state: u64, now: Self::Instant) -> bool;
 
-    /// Orders live states by how soon they become fresh: of two states seen at one `now`, the
-    /// one with the smaller rank resets no later. Cheaper than
-    /// [`reset_after_ns`](Self::reset_after_ns), which a full keyed table then computes for the
-    /// one state it picks. Not part of the API: only the keyed table calls it.
+    /// `None` if `state` is equivalent to fresh at `now` (as [`is_fresh`](Self::is_fresh)),
+    /// else a rank ordering live states by how soon they become fresh: of two states seen at
+    /// one `now`, the one with the smaller rank resets no later. One call where a keyed table
+    /// sorts its slots (cheaper than `is_fresh` and [`reset_after_ns`](Self::reset_after_ns),
+    /// which the table then computes for the one state it picks, if asked). Not part of the
+    /// API: only the keyed table calls it.
     #[doc(hidden)]
-    fn freshness_rank(&self, state: u64, now: Self::Instant) -> u64;
+    fn freshness_rank(&self, state: u64, now: Self::Instant) -> Option<u64>;
 
     /// Whether a decision judges a reading behind a state by how far the quotas sharing the
     /// state let it lead the reading that wrote it (GCRA, whose state is a time), rather than by

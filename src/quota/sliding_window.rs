@@ -336,13 +336,15 @@ impl Quota for SlidingWindow {
 
     /// Within the window judged in, a state with a current count resets after every state
     /// without one, and among either kind, the larger count resets later (see
-    /// `reset_after_ns`).
-    fn freshness_rank(&self, state: u64, now: WindowInstant) -> u64 {
+    /// `reset_after_ns`); fresh as in `is_fresh`, from the same view.
+    #[inline]
+    fn freshness_rank(&self, state: u64, now: WindowInstant) -> Option<u64> {
         let view = self.view(state, now);
         if view.current > 0 {
-            (1 << (2 * COUNT_BITS)) | view.current
-        } else {
-            view.previous
+            return Some((1 << (2 * COUNT_BITS)) | view.current);
         }
+        let window_ns = self.length.window_ns as u128;
+        let fresh = (view.previous as u128 * (window_ns - view.elapsed_ns as u128)) < window_ns;
+        (!fresh).then_some(view.previous)
     }
 }

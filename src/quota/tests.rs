@@ -434,10 +434,18 @@ fn assert_freshness_rank_orders_reset_after<Q: Quota>(quota: Q, gap_ns: u64) {
         // Both read at a time no earlier than either was written: a table scans its slots at
         // its inserter's reading.
         let now = quota.instant(at(a_ns.max(b_ns) + random.up_to(gap_ns)));
-        if quota.is_fresh(a, now) || quota.is_fresh(b, now) {
-            continue;
+        for state in [a, b] {
+            assert_eq!(
+                quota.freshness_rank(state, now).is_none(),
+                quota.is_fresh(state, now),
+                "{quota:?}: {state:#x}"
+            );
         }
-        let (rank_a, rank_b) = (quota.freshness_rank(a, now), quota.freshness_rank(b, now));
+        let (Some(rank_a), Some(rank_b)) =
+            (quota.freshness_rank(a, now), quota.freshness_rank(b, now))
+        else {
+            continue;
+        };
         let (reset_a, reset_b) = (quota.reset_after_ns(a, now), quota.reset_after_ns(b, now));
         if rank_a < rank_b {
             assert!(
