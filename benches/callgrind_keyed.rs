@@ -96,6 +96,7 @@ const THREADS_CAPACITY: usize = 100_000;
 const PATTERNS: &[&str] = &[
     "hot_key",
     "denied_key",
+    "new_key",
     "rotate_100k",
     "random_1m",
     "one_thread",
@@ -189,6 +190,22 @@ fn run<S: KeyedSubject>(pattern: &str, iterations: u64) -> Result<(), String> {
                 return Err("the loop inserted keys".into());
             }
             allowed
+        }
+        "new_key" => {
+            // A key never seen on every call, in a table whose entries are fresh (reclaimable)
+            // 1 ns after use: the insert path, reclaiming a slot each time once the table is full.
+            let subject = S::build(&KeyedQuota::Generous.spec(), HOT_KEY_CAPACITY);
+            let mut next = 1u64 << 40;
+            let allowed = measured_loop(&subject, iterations, || {
+                next += 1;
+                black_box(next)
+            });
+            println!("{pattern}: {iterations} calls, {allowed} allowed");
+            return if allowed == iterations {
+                Ok(())
+            } else {
+                Err("some new keys were denied".into())
+            };
         }
         "denied_key" => {
             let subject = S::build(&KeyedQuota::OnePerHour.spec(), HOT_KEY_CAPACITY);

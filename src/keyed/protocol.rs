@@ -45,7 +45,6 @@ use super::key_mode::KeyMode;
 use super::placement::Placement;
 use super::slot::{SlotOps, RESERVED, VACANT};
 use super::table::TableEvent;
-use super::table::SLOTS_PER_BUCKET;
 use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;
 use crate::decision::{Decision, Refusal};
