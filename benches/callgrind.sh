@@ -108,7 +108,7 @@ for algorithm in gcra sliding_window fixed_window; do
 done
 
 keyed_cases=()
-for pattern in hot_key denied_key rotate_100k; do
+for pattern in hot_key denied_key rotate_100k new_key; do
     for implementation in loop_only nanolimit_hashed nanolimit_hashed_caller_time \
         nanolimit_exact nanolimit_exact_caller_time; do
         keyed_cases+=("$pattern/$implementation")

@@ -21,7 +21,8 @@
 //! the `PATTERN/loop_only` cases measure those. Cases are `PATTERN/IMPLEMENTATION` with the
 //! patterns and implementations of `benches/keyed.rs` (`hot_key`: one key, allowed;
 //! `denied_key`: one key whose quota is spent, denied; `rotate_100k`: keys 0..100,000 in turn;
-//! `random_1m`: keys drawn uniformly from 0..1,000,000; all keys present before the loop). Run
+//! `random_1m`: keys drawn uniformly from 0..1,000,000; all keys present before the loop;
+//! `new_key`: a key never seen on every call, the insert path, reclaiming a slot). Run
 //! with no arguments to list them. For cache misses per call, add `--cache-sim=yes` (and, to
 //! model this machine's last level, `--LL=33554432,16,64`).
 //!
