@@ -162,9 +162,8 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     /// ```
     #[inline]
     pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota, &self.lead)?;
-        let now = request.at.unwrap_or_else(|| self.clock.now());
-        Ok(self.decide(&resolved.quota, resolved.cost, resolved.quota.instant(now)))
+        let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
+        Ok(self.decide(&resolved.quota, resolved.cost, resolved.now))
     }
 
     /// Whether one unit would pass now, consuming nothing.
@@ -197,9 +196,8 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota, &self.lead)?;
-        let now = request.at.unwrap_or_else(|| self.clock.now());
-        Ok(self.peek_decision(&resolved.quota, resolved.cost, resolved.quota.instant(now)))
+        let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
+        Ok(self.peek_decision(&resolved.quota, resolved.cost, resolved.now))
     }
 
     /// The core every check funnels into: `cost` (at most `quota`'s limit) at `now`. One

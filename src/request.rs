@@ -1,7 +1,7 @@
 //! What the full form of every operation takes: a [`Request`] (cost, caller-supplied time, tier)
 //! and the [`Tier`] handle a request may carry.
 
-use crate::clock::Timestamp;
+use crate::clock::{Clock, Timestamp};
 use crate::error::{QuotaError, RequestError};
 use crate::quota::Quota;
 use crate::sync::{AtomicU64, Ordering};
@@ -176,21 +176,25 @@ impl<Q: Quota> Tier<Q> {
     }
 }
 
-/// A request resolved against a limiter: the quota to apply and a cost it can admit.
+/// A request resolved against a limiter: the quota to apply, a cost it can admit, and the time
+/// to judge it at, in the quota's units.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Resolved<Q> {
+pub(crate) struct Resolved<Q: Quota> {
     pub(crate) quota: Q,
     pub(crate) cost: u64,
+    pub(crate) now: Q::Instant,
 }
 
 impl<Q: Quota> Request<Q> {
-    /// The quota and cost of this request on a limiter whose quota is `base`, or why it can never
-    /// be judged there.
+    /// The quota, cost and time of this request on a limiter whose quota is `base`, judging lead
+    /// `lead` and clock `clock` (read only if the request carries no time), or why it can never
+    /// be judged there. What every full form (`check_with`, `peek_with`) starts with.
     #[inline]
     pub(crate) fn resolve(
         &self,
         base: &Q,
         lead: &JudgingLead,
+        clock: &impl Clock,
     ) -> Result<Resolved<Q>, RequestError> {
         let quota = match self.tier {
             None => *base,
@@ -208,9 +212,11 @@ impl<Q: Quota> Request<Q> {
                 limit,
             });
         }
+        let now = self.at.unwrap_or_else(|| clock.now());
         Ok(Resolved {
             quota,
             cost: self.cost,
+            now: quota.instant(now),
         })
     }
 }

@@ -217,14 +217,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     /// ```
     #[inline]
     pub fn check_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota, &self.lead)?;
-        let now = request.at.unwrap_or_else(|| self.clock.now());
-        Ok(self.decide(
-            key,
-            &resolved.quota,
-            resolved.cost,
-            resolved.quota.instant(now),
-        ))
+        let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
+        Ok(self.decide(key, &resolved.quota, resolved.cost, resolved.now))
     }
 
     /// Whether one unit for `key` would pass now, consuming nothing and inserting nothing.
@@ -260,14 +254,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota, &self.lead)?;
-        let now = request.at.unwrap_or_else(|| self.clock.now());
-        Ok(self.peek_decision(
-            key,
-            &resolved.quota,
-            resolved.cost,
-            resolved.quota.instant(now),
-        ))
+        let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
+        Ok(self.peek_decision(key, &resolved.quota, resolved.cost, resolved.now))
     }
 
     /// `quota` made ready for requests to this limiter ([`Request::tier`]): validated and

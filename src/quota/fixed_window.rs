@@ -181,15 +181,11 @@ struct View {
 
 impl Sealed for FixedWindow {
     fn rebase(&self, base: &FixedWindow) -> Result<FixedWindow, QuotaError> {
-        if self.shares_units_with(base) {
-            Ok(*self)
-        } else {
-            Err(QuotaError::IncompatibleQuota)
-        }
+        self.length.rebase(*self, &base.length)
     }
 
     fn shares_units_with(&self, base: &FixedWindow) -> bool {
-        self.length.window_ns == base.length.window_ns
+        self.length.shares_units_with(&base.length)
     }
 }
 

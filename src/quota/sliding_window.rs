@@ -242,15 +242,11 @@ struct View {
 
 impl Sealed for SlidingWindow {
     fn rebase(&self, base: &SlidingWindow) -> Result<SlidingWindow, QuotaError> {
-        if self.shares_units_with(base) {
-            Ok(*self)
-        } else {
-            Err(QuotaError::IncompatibleQuota)
-        }
+        self.length.rebase(*self, &base.length)
     }
 
     fn shares_units_with(&self, base: &SlidingWindow) -> bool {
-        self.length.window_ns == base.length.window_ns
+        self.length.shares_units_with(&base.length)
     }
 }
 

@@ -128,6 +128,21 @@ impl WindowLength {
         }
     }
 
+    /// The rule for window tiers: a window quota shares another's state only with the same
+    /// window length (the counts are per window).
+    pub(crate) fn shares_units_with(&self, base: &WindowLength) -> bool {
+        self.window_ns == base.window_ns
+    }
+
+    /// The rebase of a window quota onto `base`'s state: itself, or an error.
+    pub(crate) fn rebase<Q: Copy>(&self, quota: Q, base: &WindowLength) -> Result<Q, QuotaError> {
+        if self.shares_units_with(base) {
+            Ok(quota)
+        } else {
+            Err(QuotaError::IncompatibleQuota)
+        }
+    }
+
     #[inline]
     pub(crate) fn instant(&self, now: Timestamp) -> WindowInstant {
         let now_ns = now.as_ns();
