@@ -126,6 +126,13 @@ impl<Q: Quota> Decision<Q> {
         Some(wait_ns.max(1))
     }
 
+    /// The state the decision was made on and the time it was judged at (for reservations,
+    /// which derive their start from them).
+    #[inline]
+    pub(crate) fn judged_state(&self) -> (u64, Q::Instant) {
+        (self.state, self.now)
+    }
+
     /// Whether the request may proceed.
     #[inline]
     pub fn is_allowed(&self) -> bool {

@@ -4,6 +4,7 @@ use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::decision::Decision;
 use crate::driver::{self, Applied, Attempt};
 use crate::error::{QuotaError, RequestError};
+use crate::operation::{Consume, Operation};
 use crate::quota::{Quota, Step};
 use crate::request::{JudgingLead, Request, Tier};
 use crate::sync::{AtomicU64, Ordering};
@@ -36,9 +37,9 @@ use crossbeam_utils::CachePadded;
 #[derive(Debug)]
 pub struct Limiter<Q: Quota, C: Clock = QuantaClock> {
     state: CachePadded<AtomicU64>,
-    quota: Q,
-    lead: JudgingLead,
-    clock: C,
+    pub(crate) quota: Q,
+    pub(crate) lead: JudgingLead,
+    pub(crate) clock: C,
 }
 
 impl<Q: Quota> Limiter<Q, QuantaClock> {
@@ -140,7 +141,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     #[inline]
     pub fn check_at(&self, now: Timestamp) -> Decision<Q> {
         // Every quota's limit is at least 1.
-        self.decide(&self.quota, 1, self.quota.instant(now))
+        self.decide(Consume, &self.quota, 1, self.quota.instant(now))
     }
 
     /// Checks `request` (cost, time, tier; see [`Request`]): consumes its cost, all or nothing,
@@ -163,7 +164,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     #[inline]
     pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
-        Ok(self.decide(&resolved.quota, resolved.cost, resolved.now))
+        Ok(self.decide(Consume, &resolved.quota, resolved.cost, resolved.now))
     }
 
     /// Whether one unit would pass now, consuming nothing.
@@ -200,22 +201,30 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
         Ok(self.peek_decision(&resolved.quota, resolved.cost, resolved.now))
     }
 
-    /// The core every check funnels into: `cost` (at most `quota`'s limit) at `now`. One
-    /// compare-and-swap attempt; a lost race retries on the cold path.
+    /// The core every check and reservation funnels into: `operation` for `cost` (at most
+    /// `quota`'s limit) at `now`. One compare-and-swap attempt; a lost race retries on the cold
+    /// path.
     #[inline]
-    fn decide(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
+    pub(crate) fn decide(
+        &self,
+        operation: impl Operation<Q>,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+    ) -> Decision<Q> {
         if cost == 0 {
             return self.peek_decision(quota, 0, now);
         }
         // ORDERING: Acquire, so that the word is examined with the same visibility the driver's
         // failed compare-and-swap gives (see `driver::apply`).
         let observed = self.state.load(Ordering::Acquire);
-        match driver::attempt(&self.state, observed, quota.step(observed, now, cost)) {
-            // An admitted state leads `now` by at most the quota's own tolerance: the judging
-            // lead cannot matter (see `JudgingLead`).
+        let step = operation.step(quota, observed, now, cost);
+        match driver::attempt(&self.state, observed, step) {
+            // An admitted state leads `now` by at most the quota's own tolerance, or a booking
+            // by what it raised the lead to: the judging lead cannot matter (see `JudgingLead`).
             Attempt::Allowed { current } => Decision::new(true, cost, current, now, *quota),
             Attempt::Denied => Decision::new(false, cost, observed, now, self.lead.judging(quota)),
-            Attempt::Lost { actual } => self.decide_contended(quota, cost, now, actual),
+            Attempt::Lost { actual } => self.decide_contended(operation, quota, cost, now, actual),
         }
     }
 
@@ -224,18 +233,32 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     #[inline(never)]
     fn decide_contended(
         &self,
+        operation: impl Operation<Q>,
         quota: &Q,
         cost: u64,
         now: Q::Instant,
         observed: u64,
     ) -> Decision<Q> {
         match driver::apply(&self.state, observed, |word| {
-            Some(quota.step(word, now, cost))
+            Some(operation.step(quota, word, now, cost))
         }) {
             Applied::Allowed { current } => Decision::new(true, cost, current, now, *quota),
-            Applied::Denied { observed } => Decision::new(false, cost, observed, now, *quota),
+            Applied::Denied { observed } => {
+                Decision::new(false, cost, observed, now, self.lead.judging(quota))
+            }
             Applied::Aborted => unreachable!("a direct limiter's step never aborts"),
         }
+    }
+
+    /// Applies `operation` until it is written or denied, without a decision: for
+    /// cancellations, whose cost is not a request's.
+    #[cold]
+    pub(crate) fn apply(&self, operation: impl Operation<Q>, now: Q::Instant) {
+        // ORDERING: Acquire, as in `decide`.
+        let observed = self.state.load(Ordering::Acquire);
+        let _ = driver::apply(&self.state, observed, |word| {
+            Some(operation.step(&self.quota, word, now, 0))
+        });
     }
 
     /// The core every peek funnels into.

@@ -53,12 +53,14 @@ mod request;
 
 mod direct;
 pub mod keyed;
+mod operation;
+pub mod throttle;
 
 pub mod clock;
 
 mod sync;
 
-pub use quota::{FixedWindow, Gcra, Quota, SlidingWindow, Step};
+pub use quota::{FixedWindow, Gcra, Quota, Reservable, SlidingWindow, Step};
 
 pub use decision::{Decision, RateLimitHeaders};
 pub use error::{QuotaError, RequestError, TimestampError};
@@ -69,6 +71,9 @@ pub use keyed::{
     Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,
     KeyedStats, TableError, WhenFull,
 };
+#[cfg(feature = "tokio")]
+pub use throttle::TokioClock;
+pub use throttle::{LeakyBucket, Reservation, WaitError};
 
 #[cfg(not(nanolimit_loom))]
 pub use clock::UpkeepClock;

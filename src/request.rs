@@ -5,15 +5,20 @@ use crate::clock::{Clock, Timestamp};
 use crate::error::{QuotaError, RequestError};
 use crate::quota::Quota;
 use crate::sync::{AtomicU64, Ordering};
+use std::time::Duration;
 
-/// One request, for the full form of an operation (`check_with`, `peek_with`): its cost, the
-/// time to judge it at, and the tier whose quota applies. A small `Copy` value, built inline:
+/// One request, for the full form of an operation (`check_with`, `peek_with`, `reserve_with`,
+/// `wait_with`): its cost, the time to judge it at, and the tier whose quota applies; for
+/// reservations and waits, how long it may wait and how much jitter to add. A small `Copy`
+/// value, built inline:
 ///
-/// | field | default | set with |
-/// |---|---|---|
-/// | cost | 1 | [`Request::cost`] |
-/// | time | a reading of the limiter's clock | [`at`](Self::at) |
-/// | quota | the limiter's own | [`tier`](Self::tier) |
+/// | field | default | set with | used by |
+/// |---|---|---|---|
+/// | cost | 1 | [`Request::cost`] | every operation |
+/// | time | a reading of the limiter's clock | [`at`](Self::at) | every operation |
+/// | quota | the limiter's own | [`tier`](Self::tier) | every operation |
+/// | longest wait | none (up to 4.5 years) | [`max_wait`](Self::max_wait) | reservations and waits |
+/// | jitter | none | [`jitter`](Self::jitter) | waits |
 ///
 /// ```
 /// use nanolimit::{Gcra, Limiter, ManualClock, Request, Timestamp};
@@ -30,6 +35,8 @@ pub struct Request<Q: Quota> {
     pub(crate) cost: u64,
     pub(crate) at: Option<Timestamp>,
     pub(crate) tier: Option<Tier<Q>>,
+    pub(crate) max_wait: Option<Duration>,
+    pub(crate) jitter: Duration,
 }
 
 impl<Q: Quota> Request<Q> {
@@ -68,6 +75,8 @@ impl<Q: Quota> Request<Q> {
             cost,
             at: None,
             tier: None,
+            max_wait: None,
+            jitter: Duration::ZERO,
         }
     }
 
@@ -103,6 +112,52 @@ impl<Q: Quota> Request<Q> {
     #[inline]
     pub const fn tier(mut self, tier: Tier<Q>) -> Self {
         self.tier = Some(tier);
+        self
+    }
+}
+
+impl<Q: Quota> Request<Q> {
+    /// For a reservation or a wait: refused, writing nothing, if it would have to wait longer
+    /// than `max_wait` to start (a wait's deadline; a queue's capacity, in time). A maximum
+    /// wait of zero makes a reservation a check. Checks and peeks ignore it.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock, Request};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Limiter::with_clock(Gcra::per_second(10)?.with_burst(1)?, ManualClock::new());
+    /// let within = Request::new().max_wait(Duration::from_millis(150));
+    /// assert!(limiter.reserve_with(within)?.is_granted()); // now
+    /// assert!(limiter.reserve_with(within)?.is_granted()); // in 100 ms
+    /// let third = limiter.reserve_with(within)?; // would start in 200 ms
+    /// assert!(third.is_refused());
+    /// assert_eq!(third.delay(), Duration::from_millis(200));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub const fn max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = Some(max_wait);
+        self
+    }
+
+    /// For a wait: start up to `jitter` later than the reservation allows (a uniformly random
+    /// extra delay, never earlier), to spread a herd of waiters that were all scheduled for
+    /// one instant. The reservation itself is unchanged, so jittered waiters may start out of
+    /// reservation order. Checks, peeks and reservations ignore it.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, Request};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Limiter::new(Gcra::per_second(100)?);
+    /// // A fresh limiter admits at once; the jitter adds at most 1 ms to that.
+    /// let start = limiter.wait_with(Request::new().jitter(Duration::from_millis(1)))?;
+    /// assert!(limiter.now() >= start);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub const fn jitter(mut self, jitter: Duration) -> Self {
+        self.jitter = jitter;
         self
     }
 }
@@ -183,6 +238,8 @@ pub(crate) struct Resolved<Q: Quota> {
     pub(crate) quota: Q,
     pub(crate) cost: u64,
     pub(crate) now: Q::Instant,
+    /// The reading `now` was converted from.
+    pub(crate) at: Timestamp,
 }
 
 impl<Q: Quota> Request<Q> {
@@ -217,6 +274,7 @@ impl<Q: Quota> Request<Q> {
             quota,
             cost: self.cost,
             now: quota.instant(now),
+            at: now,
         })
     }
 }
@@ -251,6 +309,17 @@ impl JudgingLead {
         // synchronises with the CAS's release) and loads the lead after it sees the raise.
         if lead_ticks > self.lead_ticks.load(Ordering::Relaxed) {
             // ORDERING: Relaxed, as above.
+            self.lead_ticks.fetch_max(lead_ticks, Ordering::Relaxed);
+        }
+    }
+
+    /// Raises the lead to `lead_ticks` (a reservation's booked word), before the word is
+    /// written.
+    #[inline]
+    pub(crate) fn raise_ticks(&self, lead_ticks: u64) {
+        // ORDERING: Relaxed, as in `raise`.
+        if lead_ticks > self.lead_ticks.load(Ordering::Relaxed) {
+            // ORDERING: Relaxed, as in `raise`.
             self.lead_ticks.fetch_max(lead_ticks, Ordering::Relaxed);
         }
     }

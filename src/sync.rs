@@ -8,7 +8,7 @@
 #[cfg(not(nanolimit_loom))]
 pub(crate) use core::sync::atomic::{fence, AtomicU64, Ordering};
 #[cfg(not(nanolimit_loom))]
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 #[cfg(nanolimit_loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};

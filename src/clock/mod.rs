@@ -51,12 +51,54 @@ use crate::sync::Arc;
 pub trait Clock: Send + Sync {
     /// The time since this clock's origin.
     fn now(&self) -> Timestamp;
+
+    /// Blocks the calling thread until this clock reads `deadline` or later: what every blocking
+    /// wait of a limiter on this clock calls.
+    ///
+    /// The default parks the thread for the remaining time (`std::thread::sleep`, which never
+    /// wakes early and may wake late by the OS timer's slack, typically 50 µs on Linux), reads
+    /// the clock again, and only spins (a busy loop of `spin_loop` hints) once less than
+    /// [`SPIN_BELOW`] remains, so a wait costs no CPU until its last microsecond. A clock that
+    /// moves otherwise than real time overrides it ([`ManualClock`] blocks until another thread
+    /// moves it).
+    ///
+    /// ```
+    /// use nanolimit::{Clock, QuantaClock};
+    /// use std::time::Duration;
+    ///
+    /// let clock = QuantaClock::new();
+    /// let deadline = clock.now().saturating_add(Duration::from_micros(200));
+    /// clock.sleep_until(deadline);
+    /// assert!(clock.now() >= deadline);
+    /// ```
+    fn sleep_until(&self, deadline: Timestamp) {
+        loop {
+            let now = self.now();
+            if now >= deadline {
+                return;
+            }
+            let remaining = deadline.saturating_duration_since(now);
+            if remaining >= SPIN_BELOW {
+                std::thread::sleep(remaining);
+            } else {
+                core::hint::spin_loop();
+            }
+        }
+    }
 }
+
+/// The remaining wait below which [`Clock::sleep_until`]'s default spins rather than parks: a
+/// thread parked for less would usually wake later than a spin ends.
+pub const SPIN_BELOW: std::time::Duration = std::time::Duration::from_micros(1);
 
 impl<C: Clock + ?Sized> Clock for &C {
     #[inline]
     fn now(&self) -> Timestamp {
         (**self).now()
+    }
+
+    fn sleep_until(&self, deadline: Timestamp) {
+        (**self).sleep_until(deadline)
     }
 }
 
@@ -64,5 +106,9 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     #[inline]
     fn now(&self) -> Timestamp {
         (**self).now()
+    }
+
+    fn sleep_until(&self, deadline: Timestamp) {
+        (**self).sleep_until(deadline)
     }
 }

@@ -75,6 +75,7 @@ pub use table::KeyedStats;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::decision::Decision;
 use crate::error::{QuotaError, RequestError};
+use crate::operation::Consume;
 use crate::quota::Quota;
 use crate::request::{JudgingLead, Request, Tier};
 use core::fmt;
@@ -114,10 +115,10 @@ use table::Table;
 pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<K> = Hashed> {
     table: Table<M::Slot>,
     capacity: usize,
-    hasher: ahash::RandomState,
-    quota: Q,
-    lead: JudgingLead,
-    clock: C,
+    pub(crate) hasher: ahash::RandomState,
+    pub(crate) quota: Q,
+    pub(crate) lead: JudgingLead,
+    pub(crate) clock: C,
     when_full: WhenFull,
     key: PhantomData<fn(&K)>,
 }
@@ -192,7 +193,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     #[inline]
     pub fn check_at(&self, key: &K, now: Timestamp) -> Decision<Q> {
         // Every quota's limit is at least 1.
-        self.decide(key, &self.quota, 1, self.quota.instant(now))
+        self.decide(Consume, key, &self.quota, 1, self.quota.instant(now))
     }
 
     /// Checks `request` for `key` (cost, time, tier; see [`Request`]): consumes its cost, all or
@@ -218,7 +219,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     #[inline]
     pub fn check_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
-        Ok(self.decide(key, &resolved.quota, resolved.cost, resolved.now))
+        Ok(self.decide(Consume, key, &resolved.quota, resolved.cost, resolved.now))
     }
 
     /// Whether one unit for `key` would pass now, consuming nothing and inserting nothing.

@@ -49,9 +49,11 @@ use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;
 use crate::decision::{Decision, Refusal};
 use crate::driver::{self, Applied, Attempt};
+use crate::operation::Operation;
 use crate::quota::{Quota, Step};
 use crate::request::JudgingLead;
 use crate::sync::{fence, Ordering};
+use crate::throttle::KeyIdentity;
 
 /// What the insert path finds for a key: its own slot after all, or the slot to take for it.
 enum Candidate<'table, S> {
@@ -77,15 +79,37 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     /// attempt on it. Everything else (a key not in the table, a lost race) goes to the cold
     /// [`decide_slow`](Self::decide_slow), which keeps this path short.
     #[inline]
-    pub(super) fn decide(&self, key: &K, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
+    pub(crate) fn decide(
+        &self,
+        operation: impl Operation<Q>,
+        key: &K,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+    ) -> Decision<Q> {
         if cost == 0 {
             return self.peek_decision(key, quota, 0, now);
         }
         let (hash, identity) = M::identify(&self.hasher, key);
+        self.decide_identified(operation, hash, identity, quota, cost, now)
+    }
+
+    /// [`decide`](Self::decide) for a key already identified (hashed), with a cost above zero.
+    #[inline]
+    pub(crate) fn decide_identified(
+        &self,
+        operation: impl Operation<Q>,
+        hash: u64,
+        identity: <M::Slot as SlotOps>::Identity,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+    ) -> Decision<Q> {
         if let Some((slot, observed)) = self.table.find(self.table.place(hash), &identity) {
             // `find` checked the identity after loading `observed`; a successful attempt
             // replaces that very value, so the slot was still this key's.
-            match driver::attempt(slot.state(), observed, quota.step(observed, now, cost)) {
+            let step = operation.step(quota, observed, now, cost);
+            match driver::attempt(slot.state(), observed, step) {
                 // An admitted state leads `now` by at most the quota's own tolerance: the
                 // judging lead cannot matter (see `JudgingLead`).
                 Attempt::Allowed { current } => {
@@ -97,7 +121,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                 Attempt::Denied | Attempt::Lost { .. } => {}
             }
         }
-        self.decide_slow(hash, identity, quota, cost, now)
+        self.decide_slow(operation, hash, identity, quota, cost, now)
     }
 
     /// The core every peek funnels into: the key's state as it is, judged without writing or
@@ -161,6 +185,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     #[inline(never)]
     fn decide_slow(
         &self,
+        operation: impl Operation<Q>,
         hash: u64,
         identity: <M::Slot as SlotOps>::Identity,
         quota: &Q,
@@ -170,14 +195,82 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         let placement = self.table.place(hash);
         loop {
             let Some((slot, observed)) = self.table.find(placement, &identity) else {
-                return self.insert(placement, &identity, quota, cost, now);
+                return self.insert(operation, placement, &identity, quota, cost, now);
             };
-            if let Some(decision) =
-                apply_to_slot(slot, &identity, observed, &self.lead, quota, cost, now)
-            {
+            let applied = apply_to_slot(
+                operation, slot, &identity, observed, &self.lead, quota, cost, now,
+            );
+            if let Some(decision) = applied {
                 return decision;
             }
             // The slot was reassigned while we raced for it: look again.
+        }
+    }
+
+    /// [`decide`](Self::decide), also naming the key as a reservation records it for a later
+    /// cancellation.
+    #[inline]
+    pub(crate) fn decide_naming_key(
+        &self,
+        operation: impl Operation<Q>,
+        key: &K,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+    ) -> (Decision<Q>, KeyIdentity) {
+        let (hash, identity) = M::identify(&self.hasher, key);
+        let named = KeyIdentity {
+            hash,
+            words: M::Slot::identity_words(&identity),
+        };
+        let decision = if cost == 0 {
+            self.peek_decision(key, quota, 0, now)
+        } else {
+            self.decide_identified(operation, hash, identity, quota, cost, now)
+        };
+        (decision, named)
+    }
+
+    /// Applies `operation` to the state of the key a reservation named, if the table still
+    /// holds it.
+    #[cold]
+    pub(crate) fn apply_to_named_key(
+        &self,
+        operation: impl Operation<Q>,
+        key: &KeyIdentity,
+        now: Q::Instant,
+    ) {
+        let identity = M::Slot::identity_from_words(key.words);
+        self.apply_if_present(operation, key.hash, identity, now);
+    }
+
+    /// Applies `operation` to the state of the key identified by `hash` and `identity`, if the
+    /// table holds it (never inserting it): for cancellations, whose cost is not a request's.
+    fn apply_if_present(
+        &self,
+        operation: impl Operation<Q>,
+        hash: u64,
+        identity: <M::Slot as SlotOps>::Identity,
+        now: Q::Instant,
+    ) {
+        let placement = self.table.place(hash);
+        loop {
+            let Some((slot, observed)) = self.table.find(placement, &identity) else {
+                return;
+            };
+            let applied = apply_to_slot(
+                operation,
+                slot,
+                &identity,
+                observed,
+                &self.lead,
+                &self.quota,
+                0,
+                now,
+            );
+            if applied.is_some() {
+                return;
+            }
         }
     }
 
@@ -185,6 +278,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     #[inline(never)]
     fn insert(
         &self,
+        operation: impl Operation<Q>,
         placement: Placement,
         identity: &<M::Slot as SlotOps>::Identity,
         quota: &Q,
@@ -200,10 +294,12 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         loop {
             let candidate = match self.choose_slot(placement, Some(identity), now) {
                 Ok(Candidate::Holding { slot, state }) => {
-                    return apply_to_slot(slot, identity, state, &self.lead, quota, cost, now)
-                        .expect(
-                            "slots are not reassigned while their shard's insert lock is held",
-                        );
+                    let applied = apply_to_slot(
+                        operation, slot, identity, state, &self.lead, quota, cost, now,
+                    );
+                    return applied.expect(
+                        "slots are not reassigned while their shard's insert lock is held",
+                    );
                 }
                 Ok(candidate) => candidate,
                 Err(Full { soonest_fresh }) => {
@@ -236,12 +332,11 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                     (slot, Some(state), Some(TableEvent::Eviction))
                 }
             };
-            let Step::Allow(first_state) = quota.step(previous.unwrap_or(Q::FRESH), now, cost)
-            else {
+            let inherited = previous.unwrap_or(Q::FRESH);
+            let Step::Allow(first_state) = operation.step(quota, inherited, now, cost) else {
                 // Only an inherited (evicted) state can deny: then nothing is evicted, and the
                 // new key is refused, until that state would admit it.
                 self.table.count(shard, TableEvent::RefusedNewKey);
-                let inherited = previous.unwrap_or(Q::FRESH);
                 let judging = self.lead.judging(quota);
                 return Decision::refused(cost, Refusal::UntilAdmitted(inherited), now, judging);
             };
@@ -376,7 +471,9 @@ fn publish<S: SlotOps>(slot: &S, identity: &S::Identity, state: u64) {
 /// Runs the shared CAS driver on a slot found holding `identity` with state `observed`.
 /// Returns `None` if the slot was reassigned to another key before our update landed.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 fn apply_to_slot<S: SlotOps, Q: Quota>(
+    operation: impl Operation<Q>,
     slot: &S,
     identity: &S::Identity,
     mut observed: u64,
@@ -394,7 +491,7 @@ fn apply_to_slot<S: SlotOps, Q: Quota>(
                 return None;
             }
             identity_checked = false;
-            Some(quota.step(state, now, cost))
+            Some(operation.step(quota, state, now, cost))
         };
         match driver::apply(slot.state(), observed, guard) {
             Applied::Allowed { current } => {

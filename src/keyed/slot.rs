@@ -25,6 +25,11 @@ pub trait SlotOps: Send + Sync + Sized {
     fn vacant() -> Self;
     /// The state word.
     fn state(&self) -> &AtomicU64;
+    /// `identity` in two words (the second zero for one-word identities): how a reservation
+    /// names its key without naming the key mode.
+    fn identity_words(identity: &Self::Identity) -> [u64; 2];
+    /// The identity [`identity_words`](Self::identity_words) made `words` of.
+    fn identity_from_words(words: [u64; 2]) -> Self::Identity;
     /// Whether the identity words equal `identity`.
     fn holds(&self, identity: &Self::Identity) -> bool;
     /// Overwrites the identity words (only while the state word is `RESERVED` or `VACANT`,
@@ -57,6 +62,16 @@ impl<const WORDS: usize> SlotOps for Slot<WORDS> {
             identity: core::array::from_fn(|_| AtomicU64::new(0)),
             state: AtomicU64::new(VACANT),
         }
+    }
+
+    fn identity_words(identity: &[u64; WORDS]) -> [u64; 2] {
+        let mut words = [0; 2];
+        words[..WORDS].copy_from_slice(identity);
+        words
+    }
+
+    fn identity_from_words(words: [u64; 2]) -> [u64; WORDS] {
+        core::array::from_fn(|index| words[index])
     }
 
     #[inline]

@@ -18,7 +18,7 @@
 //! `tat` at or before now is a full bucket ([`Quota::FRESH`] is 0).
 //!
 
-use super::{Quota, Sealed, Step};
+use super::{Quota, Reservable, Sealed, Step};
 use crate::clock::Timestamp;
 use crate::error::QuotaError;
 use std::time::Duration;
@@ -313,7 +313,12 @@ impl Gcra {
     }
 
     /// Converts a duration in ticks to nanoseconds, rounding up.
+    #[inline]
     fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        if self.ticks_per_ns_q59 >= NANOSECOND_GRID_TICKS_PER_NS_Q59 {
+            // The same value as the division below, without its latency.
+            return ticks.div_ceil(1 << NANOSECOND_GRID_SHIFT);
+        }
         let ns = ((ticks as u128) << TICKS_PER_NS_SHIFT).div_ceil(self.ticks_per_ns_q59 as u128);
         u64::try_from(ns).unwrap_or(u64::MAX)
     }
@@ -448,6 +453,81 @@ impl Quota for Gcra {
     #[inline]
     fn freshness_rank(&self, tat: u64, now: GcraInstant) -> Option<u64> {
         (tat > now.0).then_some(tat)
+    }
+}
+
+/// The longest wait a reservation may book, in ticks: with instants at most 2^63 and
+/// tolerances below 2^62, a booked word stays below 2^63 + 2^62 + 2^61, clear of overflow and of
+/// the keyed table's slot markers. At most 16 ticks per ns (the usual scale is 8 to 16), so this
+/// is at least 4.5 years.
+const MAX_WAIT_TICKS: u64 = 1 << 61;
+
+impl Reservable for Gcra {
+    fn max_wait_ticks(&self, max_wait: Duration) -> u64 {
+        let ns = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
+        // Rounded down: a reservation never waits longer than asked.
+        let ticks = (ns as u128 * self.ticks_per_ns_q59 as u128) >> TICKS_PER_NS_SHIFT;
+        u64::try_from(ticks).unwrap_or(u64::MAX).min(MAX_WAIT_TICKS)
+    }
+
+    #[inline]
+    fn reserve_step(&self, tat: u64, now: GcraInstant, cost: u64, max_wait_ticks: u64) -> Step {
+        let increment = cost.saturating_mul(self.emission_interval_ticks);
+        if increment > self.tolerance_ticks {
+            // Above the burst: no start time would ever admit it.
+            return Step::Deny;
+        }
+        let base = if tat > now.0 { tat } else { now.0 };
+        // The request starts when `max(tat, start) + n·T <= start + tau`: at `now` if that
+        // holds, else at `tat + n·T − tau`. In time from now, saturating where a word books
+        // far ahead of a reading far behind.
+        let wait_ticks = (base - now.0)
+            .saturating_add(increment)
+            .saturating_sub(self.tolerance_ticks);
+        if wait_ticks > max_wait_ticks.min(MAX_WAIT_TICKS) {
+            return Step::Deny;
+        }
+        // `base + n·T` is `now + wait + tau` when it waits, at most `now + tau` otherwise.
+        Step::Allow(base + increment)
+    }
+
+    fn wait_ns(&self, tat: u64, now: GcraInstant, cost: u64) -> u64 {
+        let increment = cost.saturating_mul(self.emission_interval_ticks);
+        let wait_ticks = tat
+            .max(now.0)
+            .saturating_sub(now.0)
+            .saturating_add(increment)
+            .saturating_sub(self.tolerance_ticks);
+        self.ticks_to_ns(wait_ticks)
+    }
+
+    #[inline]
+    fn start_ns(&self, booked: u64, now: GcraInstant) -> u64 {
+        self.ticks_to_ns(booked.saturating_sub(self.tolerance_ticks).max(now.0))
+    }
+
+    #[inline]
+    fn increment_ticks(&self, cost: u64) -> u64 {
+        cost.saturating_mul(self.emission_interval_ticks)
+    }
+
+    #[inline]
+    fn booked_lead_ticks(&self, booked: u64, now: GcraInstant) -> u64 {
+        booked.saturating_sub(now.0)
+    }
+
+    #[inline]
+    fn cancel_step(state: u64, booked: u64, increment_ticks: u64) -> Step {
+        // `state − booked` is what admissions since the reservation added on top of it: they
+        // were scheduled behind it and depend on that much of its increment.
+        let Some(added_since) = state.checked_sub(booked) else {
+            // Another cancellation already took the word below this booking: keep it.
+            return Step::Deny;
+        };
+        match increment_ticks.checked_sub(added_since) {
+            Some(returned) if returned > 0 => Step::Allow(state - returned),
+            _ => Step::Deny,
+        }
     }
 }
 

@@ -50,11 +50,13 @@
 
 mod fixed_window;
 mod gcra;
+mod reservable;
 mod sliding_window;
 mod window;
 
 pub use fixed_window::FixedWindow;
 pub use gcra::{Gcra, GcraInstant};
+pub use reservable::Reservable;
 pub use sliding_window::SlidingWindow;
 pub use window::WindowInstant;
 
@@ -106,7 +108,9 @@ pub(crate) use private::Sealed;
 ///   [`limit`](Self::limit);
 /// - a written word is strictly greater, as an integer, than the word it replaces, and than any
 ///   word for which [`is_fresh`](Self::is_fresh) held at a time no later than `now`; this is
-///   what makes keyed slots immune to ABA (see the keyed table's protocol). The window
+///   what makes keyed slots immune to ABA (see the keyed table's protocol). The one exception
+///   is a cancelled reservation ([`Reservable::cancel_step`]), which lowers a word, but never
+///   below the word its reservation replaced. The window
 ///   algorithms store their window index modulo 2^24 resp. 2^40, so the word also becomes
 ///   smaller when the index wraps forward, and when a reading is further behind than
 ///   [the module's bound](self#readings-behind-the-state);

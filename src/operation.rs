@@ -1,0 +1,60 @@
+//! What a limiter's core does to a state word: consume (check), book ahead (reserve), or give a
+//! booking back (cancel). Each limiter has one core, generic over the operation, so every
+//! operation shares its lookups, its compare-and-swap driver and its protocol; each operation
+//! is a pure step of the quota's (see [`Quota`] and [`Reservable`]).
+
+use crate::quota::{Quota, Reservable, Step};
+use crate::request::JudgingLead;
+
+/// One operation on a state word: the step the driver applies.
+pub(crate) trait Operation<Q: Quota>: Copy {
+    /// The step for `cost` at `now` on `state`, under `quota`.
+    fn step(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step;
+}
+
+/// A check: consume the cost now, or deny.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Consume;
+
+impl<Q: Quota> Operation<Q> for Consume {
+    #[inline]
+    fn step(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step {
+        quota.step(state, now, cost)
+    }
+}
+
+/// A reservation: book the cost at its earliest start, if that is at most `max_wait_ticks`
+/// away.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Book<'limiter> {
+    pub(crate) max_wait_ticks: u64,
+    /// Raised to how far a booked word leads `now`, before the word is written (a booking may
+    /// lead its reading by more than any quota's tolerance).
+    pub(crate) lead: &'limiter JudgingLead,
+}
+
+impl<Q: Reservable> Operation<Q> for Book<'_> {
+    #[inline]
+    fn step(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step {
+        let step = quota.reserve_step(state, now, cost, self.max_wait_ticks);
+        if let Step::Allow(booked) = step {
+            self.lead.raise_ticks(quota.booked_lead_ticks(booked, now));
+        }
+        step
+    }
+}
+
+/// A cancellation: give back what no later admission depends on of a booking that wrote
+/// `booked` by adding `increment_ticks`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GiveBack {
+    pub(crate) booked: u64,
+    pub(crate) increment_ticks: u64,
+}
+
+impl<Q: Reservable> Operation<Q> for GiveBack {
+    #[inline]
+    fn step(&self, _quota: &Q, state: u64, _now: Q::Instant, _cost: u64) -> Step {
+        Q::cancel_step(state, self.booked, self.increment_ticks)
+    }
+}

@@ -1,0 +1,253 @@
+//! A reservation: a request booked for a start time, and how it is cancelled.
+
+use crate::clock::Timestamp;
+use crate::decision::Decision;
+use crate::quota::Reservable;
+use core::fmt;
+use std::time::Duration;
+
+/// A request booked ahead: the limiter has admitted it for a start time, perhaps in the
+/// future, and later requests queue behind it. Or, when the wait it needed was longer than the
+/// request allowed (or a full keyed table had no room for its key), a refusal that booked
+/// nothing and says how long it would have waited.
+///
+/// Made by `reserve` and `reserve_with` ([`Limiter`](crate::Limiter),
+/// [`KeyedLimiter`](crate::KeyedLimiter)) and [`LeakyBucket::enqueue`](crate::LeakyBucket);
+/// the waits (`wait`, `until_ready`) make one and wait for its start.
+///
+/// A caller that holds a granted reservation must not start before [`start`](Self::start):
+/// the limiter has already counted the request there. One that will not use it at all calls
+/// [`cancel`](Self::cancel) before then, which gives back what no later request depends on.
+/// Dropping a reservation does not cancel it (the async waits do cancel theirs when dropped).
+///
+/// ```
+/// use nanolimit::{Gcra, Limiter, ManualClock};
+/// use std::time::Duration;
+///
+/// let limiter = Limiter::with_clock(Gcra::per_second(10)?.with_burst(1)?, ManualClock::new());
+/// let first = limiter.reserve();
+/// let second = limiter.reserve();
+/// assert_eq!((first.delay(), second.delay()), (Duration::ZERO, Duration::from_millis(100)));
+/// // The second one is not needed after all: its 100 ms slot goes to the next request.
+/// second.cancel();
+/// assert_eq!(limiter.reserve().delay(), Duration::from_millis(100));
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+#[must_use = "a granted reservation has counted the request: start at `start()`, or cancel it"]
+pub struct Reservation<'limiter> {
+    outcome: Outcome,
+    cost: u64,
+    made_at: Timestamp,
+    start: Timestamp,
+    booking: Option<Booking<'limiter>>,
+}
+
+/// What became of a reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Booked (or admitted at once, with nothing to give back).
+    Granted,
+    /// The wait it needed was longer than its maximum wait: nothing was booked.
+    TooLong,
+    /// A keyed table full of live keys had no slot for its key: nothing was booked.
+    TableFull,
+}
+
+/// What a cancellation needs: where the booking was made and what it wrote.
+#[derive(Clone, Copy)]
+pub(crate) struct Booking<'limiter> {
+    pub(crate) limiter: &'limiter dyn Cancel,
+    pub(crate) key: KeyIdentity,
+    pub(crate) booked: u64,
+    pub(crate) increment_ticks: u64,
+}
+
+/// A limiter's side of a cancellation (object-safe, so a reservation need not name the
+/// limiter's type).
+pub(crate) trait Cancel: Sync {
+    /// A reading of the limiter's clock.
+    fn now(&self) -> Timestamp;
+    /// Applies the cancellation step to the state of `key` (ignored by direct limiters).
+    fn give_back(&self, key: &KeyIdentity, booked: u64, increment_ticks: u64);
+}
+
+/// A keyed reservation's key, as the table identifies it: its hash and identity words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct KeyIdentity {
+    pub(crate) hash: u64,
+    pub(crate) words: [u64; 2],
+}
+
+impl<'limiter> Reservation<'limiter> {
+    /// The reservation a decision of the booking operation stands for: `decision` was made at
+    /// `at` on the state of `key` in `limiter`.
+    #[inline]
+    pub(crate) fn from_decision<Q: Reservable>(
+        decision: &Decision<Q>,
+        at: Timestamp,
+        limiter: &'limiter dyn Cancel,
+        key: KeyIdentity,
+    ) -> Self {
+        let cost = decision.cost();
+        let (state, now) = decision.judged_state();
+        let quota = decision.quota();
+        if decision.is_allowed() {
+            if decision.is_untracked() || cost == 0 {
+                // Nothing was booked: it starts now, and there is nothing to give back.
+                return Reservation::unbooked(Outcome::Granted, cost, at, at);
+            }
+            let start_ns = quota.start_ns(state, now).max(at.as_ns());
+            return Reservation {
+                outcome: Outcome::Granted,
+                cost,
+                made_at: at,
+                start: Timestamp::saturating_from_ns(start_ns),
+                booking: Some(Booking {
+                    limiter,
+                    key,
+                    booked: state,
+                    increment_ticks: quota.increment_ticks(cost),
+                }),
+            };
+        }
+        Reservation::refused(decision, at)
+    }
+
+    #[cold]
+    fn refused<Q: Reservable>(decision: &Decision<Q>, at: Timestamp) -> Self {
+        let (outcome, wait) = if decision.is_untracked() {
+            (Outcome::TableFull, decision.retry_after())
+        } else {
+            let (state, now) = decision.judged_state();
+            let wait_ns = decision.quota().wait_ns(state, now, decision.cost());
+            (Outcome::TooLong, Duration::from_nanos(wait_ns))
+        };
+        Reservation::unbooked(outcome, decision.cost(), at, at.saturating_add(wait))
+    }
+
+    fn unbooked(outcome: Outcome, cost: u64, made_at: Timestamp, start: Timestamp) -> Self {
+        Reservation {
+            outcome,
+            cost,
+            made_at,
+            start,
+            booking: None,
+        }
+    }
+
+    /// Whether the request was booked: it may start at [`start`](Self::start).
+    #[inline]
+    pub fn is_granted(&self) -> bool {
+        self.outcome == Outcome::Granted
+    }
+
+    /// Whether the request was refused, booking nothing: its wait would have been longer than
+    /// its maximum wait ([`Request::max_wait`](crate::Request::max_wait)), or a full keyed table
+    /// had no room for its key.
+    #[inline]
+    pub fn is_refused(&self) -> bool {
+        !self.is_granted()
+    }
+
+    pub(crate) fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    /// The cost booked (or refused).
+    pub fn cost(&self) -> u64 {
+        self.cost
+    }
+
+    /// The reading of the limiter's clock the reservation was made at.
+    pub fn made_at(&self) -> Timestamp {
+        self.made_at
+    }
+
+    /// When the request may start, on the limiter's clock (rounded up to the nanosecond: never
+    /// early). For a refusal, when it could have started (or, for a full keyed table, when a
+    /// slot frees for its key).
+    #[inline]
+    pub fn start(&self) -> Timestamp {
+        self.start
+    }
+
+    /// How long after [`made_at`](Self::made_at) the request may start: zero if at once. For a
+    /// refusal, how long it would have had to wait.
+    #[inline]
+    pub fn delay(&self) -> Duration {
+        self.start.saturating_duration_since(self.made_at)
+    }
+
+    /// How long from `now` (a reading of the limiter's clock) until the request may start: zero
+    /// once it may.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = Limiter::with_clock(Gcra::per_second(4)?.with_burst(1)?, clock.clone());
+    /// let _first = limiter.reserve();
+    /// let second = limiter.reserve();
+    /// clock.advance(Duration::from_millis(100));
+    /// assert_eq!(second.delay_from(limiter.now()), Duration::from_millis(150));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn delay_from(&self, now: Timestamp) -> Duration {
+        self.start.saturating_duration_since(now)
+    }
+
+    /// Cancels the reservation at the limiter clock's current reading: see
+    /// [`cancel_at`](Self::cancel_at).
+    pub fn cancel(self) {
+        if let Some(booking) = self.booking {
+            self.cancel_at(booking.limiter.now());
+        }
+    }
+
+    /// Cancels the reservation at `now`, a reading of the limiter's clock. If the reservation
+    /// has not started yet (`now` is before [`start`](Self::start)), gives back the part of its
+    /// cost that no request admitted since depends on: all of it if none was admitted since,
+    /// else its cost less what they added, if positive (the rule of Go's `x/time/rate`; why
+    /// it never leaves the limiter looser than if the reservation had not been made:
+    /// [`Reservable::cancel_step`]). A reservation that has started, a refused one, or one
+    /// whose key a keyed table no longer holds, gives nothing back.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Limiter::with_clock(Gcra::per_second(10)?.with_burst(1)?, ManualClock::new());
+    /// let _now = limiter.reserve();
+    /// let later = limiter.reserve(); // in 100 ms
+    /// let latest = limiter.reserve(); // in 200 ms, behind `later`
+    /// // `latest` depends on all of `later`'s slot: cancelling `later` gives nothing back.
+    /// later.cancel();
+    /// assert_eq!(limiter.reserve().delay(), Duration::from_millis(300));
+    /// # drop(latest);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn cancel_at(self, now: Timestamp) {
+        let Some(booking) = self.booking else {
+            return;
+        };
+        if now >= self.start {
+            return;
+        }
+        booking
+            .limiter
+            .give_back(&booking.key, booking.booked, booking.increment_ticks);
+    }
+}
+
+impl fmt::Debug for Reservation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reservation")
+            .field("outcome", &self.outcome)
+            .field("cost", &self.cost)
+            .field("made_at", &self.made_at)
+            .field("start", &self.start)
+            .field("booked", &self.booking.map(|booking| booking.booked))
+            .finish()
+    }
+}
