@@ -2,7 +2,10 @@
 # Instructions per call of nanolimit's checks, counted by valgrind's callgrind: stable on noisy
 # machines, where the criterion timings of benches/direct.rs and benches/keyed.rs are not.
 #
-#   bash benches/callgrind.sh [direct|keyed|all]      (default: all)
+#   bash benches/callgrind.sh [direct|keyed|all] [REGEX]     (default: all, every case)
+#
+# REGEX (extended, as `grep -E`) keeps only the cases whose names match it, e.g.
+# `bash benches/callgrind.sh direct 'loop_only|gcra_(allowed|reserve)'`.
 #
 # Builds the two runners (benches/callgrind_direct.rs, benches/callgrind_keyed.rs) with
 # `cargo bench --no-run`, honouring CARGO_TARGET_DIR, then runs every case twice under
@@ -17,7 +20,7 @@
 set -u -o pipefail
 
 usage() {
-    echo "usage: bash benches/callgrind.sh [direct|keyed|all]" >&2
+    echo "usage: bash benches/callgrind.sh [direct|keyed|all] [REGEX]" >&2
     exit 2
 }
 
@@ -26,7 +29,8 @@ case "$selection" in
 direct | keyed | all) ;;
 *) usage ;;
 esac
-[ $# -le 1 ] || usage
+filter=${2:-}
+[ $# -le 2 ] || usage
 
 ITERATIONS=200000
 
@@ -87,6 +91,9 @@ measure() {
     shift
     local case at_zero at_n
     for case in "$@"; do
+        if [ -n "$filter" ] && ! grep -Eq -- "$filter" <<<"$case"; then
+            continue
+        fi
         if at_zero=$(instructions "$runner" "$case" 0) &&
             at_n=$(instructions "$runner" "$case" "$ITERATIONS"); then
             awk -v a="$at_zero" -v b="$at_n" -v n="$ITERATIONS" -v c="$case" \
@@ -105,6 +112,10 @@ for algorithm in gcra sliding_window fixed_window; do
         denied denied_caller_time denied_upkeep_clock; do
         direct_cases+=("${algorithm}_${variant}")
     done
+done
+# Reservations granted at once (GCRA: the reservable quota), beside gcra_allowed_*.
+for variant in default_clock caller_time upkeep_clock; do
+    direct_cases+=("gcra_reserve_${variant}")
 done
 
 keyed_cases=()

@@ -16,6 +16,10 @@
 //!     --callgrind-out-file=/tmp/cg.out target/release/deps/callgrind_direct-HASH CASE [ITERATIONS]
 //! ```
 //!
+//! The `gcra_reserve_*` cases reserve one unit per call on a quota that grants every
+//! reservation at once (zero delay): against the `gcra_allowed_*` case of the same clock, what a
+//! reservation costs over an allowed check.
+//!
 //! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE (the
 //! script uses 200,000). The count includes the loop's own few instructions: the `loop_only`
 //! case measures those. Run with no arguments to list the cases. Each run verifies that every
@@ -30,7 +34,8 @@ use direct_quotas::{
 };
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
 use nanolimit::{
-    Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, SlidingWindow, Timestamp, UpkeepClock,
+    Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, Request, Reservable, Reservation,
+    SlidingWindow, Timestamp, UpkeepClock,
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -64,6 +69,9 @@ const CASES: &[&str] = &[
     "gcra_denied",
     "gcra_denied_caller_time",
     "gcra_denied_upkeep_clock",
+    "gcra_reserve_default_clock",
+    "gcra_reserve_caller_time",
+    "gcra_reserve_upkeep_clock",
     "sliding_window_allowed_default_clock",
     "sliding_window_allowed_caller_time",
     "sliding_window_allowed_upkeep_clock",
@@ -155,6 +163,56 @@ fn run_nanolimit_case<Q: Quota>(
     Some(result)
 }
 
+/// Whether a reservation was granted at once: what a reservation case expects of every call. It
+/// reads the start, as a caller that sleeps until it would.
+#[inline]
+fn granted_at_once(reservation: Reservation<'_>) -> bool {
+    reservation.is_granted() && reservation.delay().is_zero()
+}
+
+/// Runs one reservation case of a reservable algorithm (`case` without the algorithm's prefix,
+/// `reserve_` either): `generous` grants every reservation at once, so each case prices a
+/// reservation against the `allowed_` case of the same clock.
+///
+/// - `default_clock`: `reserve()`, reading the limiter's default clock (as `check()` does).
+/// - `caller_time`: `reserve_with(Request::new().at(now))`, with the caller's time as in
+///   `allowed_caller_time` (whose `check_at` takes no `Request`).
+/// - `upkeep_clock`: `reserve()` on an `UpkeepClock`.
+fn run_reserve_case<Q: Reservable>(
+    case: &str,
+    iterations: u64,
+    generous: Q,
+) -> Option<(u64, Expected)> {
+    let granted = match case {
+        "default_clock" => {
+            let limiter = Limiter::new(generous);
+            measured_loop(iterations, || {
+                granted_at_once(black_box(&limiter).reserve())
+            })
+        }
+        "caller_time" => {
+            let limiter = Limiter::new(generous);
+            let mut now_ns = 0u64;
+            measured_loop(iterations, || {
+                now_ns += CALLER_TIME_STEP_NS;
+                let request = Request::new().at(Timestamp::saturating_from_ns(now_ns));
+                black_box(&limiter)
+                    .reserve_with(request)
+                    .is_ok_and(granted_at_once)
+            })
+        }
+        "upkeep_clock" => {
+            let clock = UpkeepClock::new(UpkeepClock::DEFAULT_INTERVAL).expect("upkeep thread");
+            let limiter = Limiter::with_clock(generous, clock);
+            measured_loop(iterations, || {
+                granted_at_once(black_box(&limiter).reserve())
+            })
+        }
+        _ => return None,
+    };
+    Some((granted, Expected::Allowed))
+}
+
 fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
     let result = match case {
         "loop_only" => (measured_loop(iterations, || black_box(true)), Expected::Any),
@@ -238,6 +296,9 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
                 measured_loop(iterations, || black_box(&limiter).check().is_ok()),
                 Expected::Allowed,
             )
+        }
+        _ if case.starts_with("gcra_reserve_") => {
+            return run_reserve_case(&case["gcra_reserve_".len()..], iterations, generous_gcra());
         }
         _ if case.starts_with("gcra_") => {
             return run_nanolimit_case(

@@ -7,6 +7,7 @@
 //! cargo bench --bench contention                    # full run (about 2.5 min on 2 cores)
 //! cargo bench --bench contention -- --quick         # under a minute, for CI and a first look
 //! cargo bench --bench contention -- --scenario keyed-zipf-1m --threads 1,8,16 --csv out.csv
+//! cargo bench --bench contention -- --scenario direct-allow --scenario direct-reserve --threads 1,2,4
 //! ```
 //!
 //! ## Flags
@@ -32,6 +33,7 @@
 //! | name | what every thread does |
 //! |---|---|
 //! | `direct-allow` | checks one shared limiter whose quota is far above what the threads offer |
+//! | `direct-reserve` | reserves one unit (`reserve()`, on the limiter's own clock, as `direct-allow` checks) on one shared GCRA limiter with `direct-allow`'s quota: every reservation is granted at once (zero delay), so the row prices a reservation against the allowed check of the `direct-allow` row, measured in the same run (nanolimit GCRA only: the one `Reservable` quota; governor and `ratelimit` have no reservations) |
 //! | `direct-deny` | checks one shared limiter saturated by a tiny quota (an attack) |
 //! | `keyed-hot` | checks one key, the same for all threads |
 //! | `keyed-spread` | cycles through its own 1,024 keys |
@@ -43,7 +45,7 @@
 //!
 //! Limiters: nanolimit (`gcra`, `sliding-window`, `fixed-window`) everywhere; governor 0.10 (GCRA;
 //! direct, and keyed on its default `DashMap` store with std's hasher) everywhere; the
-//! `ratelimit` crate (a token bucket) in the direct scenarios; `mutex-hashmap`, a
+//! `ratelimit` crate (a token bucket) in direct-allow and direct-deny; `mutex-hashmap`, a
 //! `Mutex<HashMap<u64, (f64 tokens, Instant)>>` token bucket, in the keyed ones. In the packet
 //! loop nanolimit uses `check_at` with the batch's reading of its own clock and the
 //! mutex-hashmap takes the batch's `Instant`; governor has no API taking the caller's time, so it
@@ -61,7 +63,8 @@
 //! clock nanolimit reads by default), `cas` (one load and one compare-and-swap on the thread's own
 //! cache-padded `AtomicU64`, nothing shared) and `ahash-cas` (ahash of a new `u64` key, then the
 //! same compare-and-swap). "vs floor" divides a row's ns per call per thread by the sum of the
-//! floors its work needs: clock-read + cas (direct), clock-read + ahash-cas (keyed), and
+//! floors its work needs: clock-read + cas (direct, direct-reserve included), clock-read +
+//! ahash-cas (keyed), and
 //! clock-read / 32 + ahash-cas (packet loop).
 //!
 //! ## Quotas
@@ -72,7 +75,7 @@
 //!
 //! | scenarios | rate | burst | window | why |
 //! |---|---|---|---|---|
-//! | direct-allow | 10^9 / s | 10^6 | 1 ms | far above any thread count's offered load: nearly all allowed, every allow writes |
+//! | direct-allow, direct-reserve | 10^9 / s | 10^6 | 1 ms | far above any thread count's offered load: nearly all allowed (reservations: granted at once), every allow (booking) writes |
 //! | direct-deny | 1,000 / s | 10 | 10 ms | saturated (above 99.99 % denied), yet enough admissions (~1,000 per second) to measure accuracy to a fraction of a percent |
 //! | keyed (all but keyed-hot-under-flood) | 1,000 / s per key | 50 | 50 ms | a per-client API quota: hot keys saturate, cold keys pass |
 //! | keyed-hot-under-flood, GCRA (nanolimit, governor) | 1,000 / s per key | 10^9 | - | the hot key runs up debt, so its entry stays live (never reclaimable by a flood insert), yet it admits 10^9 checks (10 s of one thread's checks at 10^8 per second) before it saturates; a flood key's entry is live for 1 ms, then reclaimable |
@@ -106,7 +109,7 @@
 //! | `ns_per_op` | wall time / calls of one thread (averaged over threads): one call's cost as its caller sees it; keyed-hot-under-flood: the hot thread's |
 //! | `agg_ns_per_op` | wall time / all calls (`ns_per_op / threads`); keyed-hot-under-flood: wall time / the hot thread's calls (= `ns_per_op`: one thread is measured) |
 //! | `mops_per_s` | all calls per second, in millions; keyed-hot-under-flood: the hot thread's |
-//! | `allowed_fraction` | admitted / calls in the measured phase (floors: 1); keyed-hot-under-flood: of the hot thread's calls |
+//! | `allowed_fraction` | admitted / calls in the measured phase (floors: 1); keyed-hot-under-flood: of the hot thread's calls; direct-reserve: reservations granted at once (zero delay) / calls (`reserve()` grants every request, perhaps for later: one granted with a delay would be booked ahead, not admitted now, so it is not counted, and the fraction and the accuracy show whether the quota ever made a reservation wait) |
 //!
 //! The table adds "vs gov" (governor's aggregate ns per call over the row's, same scenario and
 //! threads), "vs floor" (above) and accuracy: the requests admitted over the limiter's life
@@ -120,7 +123,10 @@
 //! counter, what a saturated key gets (the counter approximates by design). "under quota" means
 //! the offered load never needed a denial and everything passed. For keyed-flood the accuracy
 //! is that of the legitimate hot keys only ("legit"): their admissions against their quota; for
-//! keyed-hot-under-flood that of the hot key ("hot").
+//! keyed-hot-under-flood that of the hot key ("hot"). Under direct-reserve a last line divides
+//! its aggregate ns per call by that of direct-allow's nanolimit gcra row at the same threads
+//! (run both: `--scenario direct-allow --scenario direct-reserve`): a reservation's cost over an
+//! allowed check's, measured in the same run.
 
 #[path = "contention/keys.rs"]
 mod keys;
@@ -155,10 +161,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use subjects::{
     AhashCasFloor, CasFloor, ClockReadFloor, DirectSubject, DirectWorker, KeyedWorker,
-    MutexHashMap, PacketWorker,
+    MutexHashMap, PacketWorker, Reserving,
 };
 
-/// direct-allow: far above what any number of threads can offer.
+/// direct-allow and direct-reserve: far above what any number of threads can offer.
 const DIRECT_ALLOW_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000_000_000, 1_000_000);
 /// direct-deny: saturated, with enough admissions to measure accuracy.
 const DIRECT_DENY_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000, 10);
@@ -181,6 +187,7 @@ const ZIPF_DRAWS_TOTAL_MAX: usize = 1 << 25;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scenario {
     DirectAllow,
+    DirectReserve,
     DirectDeny,
     KeyedHot,
     KeyedSpread,
@@ -192,8 +199,9 @@ enum Scenario {
 }
 
 impl Scenario {
-    const ALL: [Scenario; 9] = [
+    const ALL: [Scenario; 10] = [
         Scenario::DirectAllow,
+        Scenario::DirectReserve,
         Scenario::DirectDeny,
         Scenario::KeyedHot,
         Scenario::KeyedSpread,
@@ -207,6 +215,7 @@ impl Scenario {
     fn name(self) -> &'static str {
         match self {
             Scenario::DirectAllow => "direct-allow",
+            Scenario::DirectReserve => "direct-reserve",
             Scenario::DirectDeny => "direct-deny",
             Scenario::KeyedHot => "keyed-hot",
             Scenario::KeyedSpread => "keyed-spread",
@@ -226,6 +235,10 @@ impl Scenario {
         match self {
             Scenario::DirectAllow => format!(
                 "one limiter shared by all threads, quota 1e9/s burst {} (nearly all allowed)",
+                DIRECT_ALLOW_QUOTA.burst
+            ),
+            Scenario::DirectReserve => format!(
+                "one limiter shared by all threads, each call reserve()s one unit, quota 1e9/s burst {} (every reservation granted at once)",
                 DIRECT_ALLOW_QUOTA.burst
             ),
             Scenario::DirectDeny => format!(
@@ -275,13 +288,16 @@ impl Scenario {
     }
 
     fn is_direct(self) -> bool {
-        matches!(self, Scenario::DirectAllow | Scenario::DirectDeny)
+        matches!(
+            self,
+            Scenario::DirectAllow | Scenario::DirectReserve | Scenario::DirectDeny
+        )
     }
 
     /// The quota of the scenario's `algorithm` rows.
     fn quota(self, algorithm: AlgorithmKind) -> QuotaSpec {
         match (self, algorithm) {
-            (Scenario::DirectAllow, _) => DIRECT_ALLOW_QUOTA,
+            (Scenario::DirectAllow | Scenario::DirectReserve, _) => DIRECT_ALLOW_QUOTA,
             (Scenario::DirectDeny, _) => DIRECT_DENY_QUOTA,
             (
                 Scenario::KeyedHotUnderFlood,
@@ -338,6 +354,10 @@ impl LimiterKind {
 
 /// The limiters measured in a scenario.
 fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
+    if scenario == Scenario::DirectReserve {
+        // GCRA is the one `Reservable` quota; the peers have no reservations.
+        return vec![(LimiterKind::Nanolimit, AlgorithmKind::Gcra)];
+    }
     let mut limiters = vec![
         (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
         (LimiterKind::Nanolimit, AlgorithmKind::SlidingWindow),
@@ -380,7 +400,7 @@ struct Config {
 
 const USAGE: &str = "usage: cargo bench --bench contention -- [--quick] [--scenario NAME]... \
 [--threads 1,2,4] [--duration SECS] [--csv PATH]
-scenarios: direct-allow direct-deny keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
+scenarios: direct-allow direct-reserve direct-deny keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
 keyed-flood keyed-hot-under-flood packet-loop";
 
 fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String> {
@@ -580,7 +600,9 @@ fn run_keyed<S: KeyedSubject>(job: Job, context: &Context) -> MeasuredRun {
         Scenario::PacketLoop => measure(threads, timing, |thread_index| {
             PacketWorker::new(subject, keys::FlowKeys::new(thread_index, threads))
         }),
-        Scenario::DirectAllow | Scenario::DirectDeny => unreachable!("not a keyed scenario"),
+        Scenario::DirectAllow | Scenario::DirectReserve | Scenario::DirectDeny => {
+            unreachable!("not a keyed scenario")
+        }
     };
     MeasuredRun {
         lifetime: lifetime_since(start, &measurement),
@@ -614,6 +636,18 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
         return run_floor(job, context);
     };
     let quota = scenario.quota(job.algorithm);
+    if scenario == Scenario::DirectReserve {
+        assert_eq!(
+            (job.limiter, job.algorithm),
+            (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
+            "direct-reserve measures nanolimit's GCRA only"
+        );
+        return run_direct(
+            || Reserving(nanolimit::Limiter::new(quota.gcra())),
+            job,
+            context,
+        );
+    }
     match (scenario.is_direct(), job.limiter, job.algorithm) {
         (true, LimiterKind::Nanolimit, AlgorithmKind::Gcra) => {
             run_direct(|| nanolimit::Limiter::new(quota.gcra()), job, context)
@@ -653,7 +687,10 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
 
 fn key_pattern(scenario: Scenario, context: &Context) -> KeyPattern {
     match scenario {
-        Scenario::DirectAllow | Scenario::DirectDeny | Scenario::KeyedHot => KeyPattern::Single,
+        Scenario::DirectAllow
+        | Scenario::DirectReserve
+        | Scenario::DirectDeny
+        | Scenario::KeyedHot => KeyPattern::Single,
         Scenario::KeyedSpread => KeyPattern::Spread,
         Scenario::KeyedRotate100k => KeyPattern::Rotate,
         Scenario::KeyedZipf1m => KeyPattern::Zipf(

@@ -20,6 +20,8 @@ use crossbeam_utils::CachePadded;
 /// |---|---|---|---|
 /// | consume if it fits | [`check`](Self::check) | [`check_at`](Self::check_at) | [`check_with`](Self::check_with) |
 /// | ask without consuming | [`peek`](Self::peek) | | [`peek_with`](Self::peek_with) |
+/// | book ahead (GCRA) | [`reserve`](Self::reserve) | | [`reserve_with`](Self::reserve_with) |
+/// | block until the booked start (GCRA) | [`wait`](Self::wait) | | [`wait_with`](Self::wait_with) |
 ///
 /// ```
 /// use nanolimit::{Gcra, Limiter};

@@ -21,6 +21,11 @@
 //! | consume if it fits | [`check()`](Limiter::check) / [`check_with(request)`](Limiter::check_with) | [`check(&key)`](KeyedLimiter::check) / [`check_with(&key, request)`](KeyedLimiter::check_with) |
 //! | the same, at a time the caller holds | [`check_at(now)`](Limiter::check_at) | [`check_at(&key, now)`](KeyedLimiter::check_at) |
 //! | ask without consuming | [`peek()`](Limiter::peek) / [`peek_with(request)`](Limiter::peek_with) | [`peek(&key)`](KeyedLimiter::peek) / [`peek_with(&key, request)`](KeyedLimiter::peek_with) |
+//! | book ahead ([`Reservable`] quotas: GCRA) | [`reserve()`](Limiter::reserve) / [`reserve_with(request)`](Limiter::reserve_with) | [`reserve(&key)`](KeyedLimiter::reserve) / [`reserve_with(&key, request)`](KeyedLimiter::reserve_with) |
+//! | block until the booked start | [`wait()`](Limiter::wait) / [`wait_with(request)`](Limiter::wait_with) | [`wait(&key)`](KeyedLimiter::wait) / [`wait_with(&key, request)`](KeyedLimiter::wait_with) |
+//!
+//! Reservations, waits (async ones with the `tokio` feature) and the [`LeakyBucket`] queue are
+//! described in [`throttle`].
 //!
 //! ```
 //! use nanolimit::{Gcra, Limiter, ManualClock, Request};
@@ -39,7 +44,8 @@
 //! ```
 //!
 //! The modules follow the layers: [`quota`] (pure step functions) → the compare-and-swap driver
-//! → [`Decision`] and [`Request`] → the limiters ([`Limiter`], [`keyed`]) → [`clock`].
+//! and the operations it applies (check, reserve, cancel) → [`Decision`] and [`Request`] → the
+//! limiters ([`Limiter`], [`keyed`]) → [`throttle`] (reservations and waits) → [`clock`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -79,7 +85,8 @@ pub use throttle::{LeakyBucket, Reservation, WaitError};
 pub use clock::UpkeepClock;
 pub use clock::{Clock, ManualClock, QuantaClock, Timestamp};
 
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
+/// The README's examples, compiled and run as doc tests (with the `tokio` feature, which one of
+/// them uses; `bash .ci/test-all` turns every feature on).
+#[cfg(all(doctest, feature = "tokio"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

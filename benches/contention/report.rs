@@ -105,7 +105,7 @@ impl Row {
 /// of per-thread ns is the floor the "vs floor" column divides by.
 pub fn floor_components(scenario: &str) -> &'static [(&'static str, f64)] {
     match scenario {
-        "direct-allow" | "direct-deny" => &[("clock-read", 1.0), ("cas", 1.0)],
+        "direct-allow" | "direct-reserve" | "direct-deny" => &[("clock-read", 1.0), ("cas", 1.0)],
         "packet-loop" => &[("clock-read", 1.0 / 32.0), ("ahash-cas", 1.0)],
         _ => &[("clock-read", 1.0), ("ahash-cas", 1.0)],
     }
@@ -281,6 +281,9 @@ pub fn print_table(
                 floor_label(scenario)
             )?;
         }
+        if *scenario == "direct-reserve" {
+            print_versus_allowed_check(out, rows, &scenario_rows)?;
+        }
         let reports: Vec<&&Row> = scenario_rows
             .iter()
             .filter(|row| row.state_report.is_some())
@@ -298,6 +301,40 @@ pub fn print_table(
         }
     }
     Ok(())
+}
+
+/// Under direct-reserve: each row's time per call over that of the allowed check of the same
+/// limiter and threads in direct-allow (same quota), where this run measured it.
+fn print_versus_allowed_check(
+    out: &mut impl std::io::Write,
+    rows: &[Row],
+    reserve_rows: &[&Row],
+) -> std::io::Result<()> {
+    let ratios: Vec<String> = reserve_rows
+        .iter()
+        .filter_map(|reserve| {
+            let allow = rows.iter().find(|row| {
+                row.scenario == "direct-allow"
+                    && row.limiter == reserve.limiter
+                    && row.algorithm == reserve.algorithm
+                    && row.threads == reserve.threads
+            })?;
+            Some(format!(
+                "{:.2}x at {} thread{}",
+                reserve.aggregate_ns_per_op() / allow.aggregate_ns_per_op(),
+                reserve.threads,
+                if reserve.threads == 1 { "" } else { "s" },
+            ))
+        })
+        .collect();
+    if ratios.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "   reserve / allowed check (direct-allow's row, this run): {}",
+        ratios.join(", ")
+    )
 }
 
 /// Writes every row, floors repeated under each scenario, in the documented columns.

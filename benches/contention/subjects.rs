@@ -1,14 +1,14 @@
 //! The limiters under test, behind two small traits so that one generic loop drives them all
 //! (monomorphised: no dynamic dispatch in the measured loop), plus the floor operations: direct
-//! limiters behind [`DirectSubject`], keyed ones behind the [`KeyedSubject`] trait every keyed
-//! benchmark shares (`benches/shared/keyed_subjects.rs`), which nanolimit's and governor's keyed
-//! limiters implement there and the mutex-hashmap here.
+//! limiters behind [`DirectSubject`] (reserving ones through [`Reserving`]), keyed ones behind
+//! the [`KeyedSubject`] trait every keyed benchmark shares (`benches/shared/keyed_subjects.rs`),
+//! which nanolimit's and governor's keyed limiters implement there and the mutex-hashmap here.
 
 use crate::keyed_subjects::{unbounded_map_report, KeyedSubject};
 use crate::measure::{Outcome, Worker, ALLOWED, LEGITIMATE_ALLOWED};
 use crate::quota_spec::QuotaSpec;
 use crossbeam_utils::CachePadded;
-use nanolimit::{Clock, QuantaClock, Quota};
+use nanolimit::{Clock, QuantaClock, Quota, Reservable};
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +25,20 @@ impl<Q: Quota> DirectSubject for nanolimit::Limiter<Q> {
     #[inline]
     fn check(&self) -> bool {
         nanolimit::Limiter::check(self).is_allowed()
+    }
+}
+
+/// A direct limiter driven by reservations (the direct-reserve scenario): each call reserves
+/// one unit with `reserve()` (on the limiter's own clock, as [`DirectSubject::check`] reads it)
+/// and counts as allowed when the reservation was granted at once, with zero delay (the caller
+/// reads its start, as one that sleeps until it would: so computing it is part of the cost).
+pub struct Reserving<L>(pub L);
+
+impl<Q: Reservable> DirectSubject for Reserving<nanolimit::Limiter<Q>> {
+    #[inline]
+    fn check(&self) -> bool {
+        let reservation = self.0.reserve();
+        reservation.is_granted() && reservation.delay().is_zero()
     }
 }
 

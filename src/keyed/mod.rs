@@ -11,6 +11,9 @@
 //! | `slot.rs` | a slot's identity and state words |
 //! | `protocol.rs` | checks, peeks and inserts on shared slots, and why they are ABA-free |
 //!
+//! Reservations and waits on keyed limiters are in [`throttle`](crate::throttle) (they run
+//! through the same protocol).
+//!
 //! # Table layout
 //!
 //! The table is a power of two of shards; a shard is a fixed array of 64-byte-aligned buckets
@@ -95,6 +98,8 @@ use table::Table;
 /// |---|---|---|---|
 /// | consume if it fits | [`check`](Self::check) | [`check_at`](Self::check_at) | [`check_with`](Self::check_with) |
 /// | ask without consuming | [`peek`](Self::peek) | | [`peek_with`](Self::peek_with) |
+/// | book ahead (GCRA) | [`reserve`](Self::reserve) | | [`reserve_with`](Self::reserve_with) |
+/// | block until the booked start (GCRA) | [`wait`](Self::wait) | | [`wait_with`](Self::wait_with) |
 ///
 /// ```
 /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};

@@ -23,6 +23,12 @@
 //!   fence), else what [`WhenFull`] says (an eviction claims a live slot the same way). Write
 //!   the hint and the identity, then publish the key's first state with a Release store.
 //!
+//! - **Reservation and cancellation**: a reservation is a check whose step books ahead
+//!   ([`Reservable::reserve_step`](crate::Reservable::reserve_step)): the same fast path, slow
+//!   path and insert. A cancellation looks its key up again (never inserting it) and applies
+//!   the cancellation step through the same guarded driver as a check's slow path, so it only
+//!   ever changes a state while the slot holds its key.
+//!
 //! The insert lock serialises inserts within one shard only; checks never take it, so a check of
 //! a present key never waits for an insert. The lock exists so that two threads inserting the
 //! same new key produce one entry: both look again under it, and the second finds the first's.
@@ -33,7 +39,10 @@
 //! identity was its key's. Every algorithm writes only values strictly greater than the value
 //! they replace, and a slot is reassigned only from a state that was fresh at the inserter's
 //! time, with a first state greater than it (the invariants of [`Quota`]); so a state word never
-//! returns to a value observed under a previous key. An eviction keeps this by letting the new
+//! returns to a value observed under a previous key. A cancellation lowers a word, but never
+//! below the word its reservation replaced, which the same key wrote: the word may return to
+//! a value its own key held (harmless: the step is a function of the value alone), never to one
+//! of a previous key. An eviction keeps this by letting the new
 //! key inherit the evicted state, which it only increases. For window quotas this holds barring
 //! a full wrap of the stored index between one thread's load and its CAS, and barring readings
 //! further behind than the quota's [backward bound](crate::quota#readings-behind-the-state),

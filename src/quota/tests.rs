@@ -469,3 +469,104 @@ fn the_freshness_rank_orders_live_states_by_reset_after() {
         assert_freshness_rank_orders_reset_after(FixedWindow::per_second(9).unwrap(), gap_ns);
     }
 }
+
+/// States a random schedule of bookings (reservations with random maximum waits, up to many
+/// tolerances) leaves on `quota`.
+fn booked_states(quota: super::Gcra, seed: u64) -> Vec<u64> {
+    use super::Reservable;
+    let mut random = Xorshift(seed);
+    let tolerance_ns = quota.period().as_nanos() as u64 * quota.limit() / quota.count();
+    let longest = quota.max_wait_ticks(Duration::from_nanos(10 * tolerance_ns + 1));
+    let mut state = super::Gcra::FRESH;
+    let mut now_ns = random.up_to(1_000 * SECOND_NS);
+    let mut states = Vec::new();
+    for _ in 0..2_000 {
+        now_ns += random.up_to(tolerance_ns / 2);
+        let cost = 1 + random.up_to(quota.limit() - 1);
+        let max_wait = random.up_to(longest);
+        if let Step::Allow(word) =
+            quota.reserve_step(state, quota.instant(at(now_ns)), cost, max_wait)
+        {
+            state = word;
+            states.push(state);
+        }
+    }
+    states
+}
+
+/// With a maximum wait of zero, a reservation is a check: `reserve_step(state, now, cost, 0)`
+/// is `step(state, now, cost)`, the same decision and the same word, on states reached by
+/// checks and by bookings ahead, words at the edges of the range, readings from the origin to
+/// the horizon and at a nanosecond either side of the instant a cost becomes admissible, and
+/// costs on both sides of the limit.
+#[test]
+fn a_reservation_with_no_wait_is_a_check() {
+    use super::{Gcra, Reservable};
+    let quotas = [
+        Gcra::per_second(10).unwrap(),
+        Gcra::per_second(3).unwrap().with_burst(7).unwrap(),
+        Gcra::new(999_983, Duration::from_nanos(1_000_000_007))
+            .unwrap()
+            .with_burst(1_000)
+            .unwrap(),
+        Gcra::per_second(12_500_000_000)
+            .unwrap()
+            .with_burst(1_250_000)
+            .unwrap(),
+        Gcra::new(16, Duration::from_nanos(1))
+            .unwrap()
+            .with_burst(100)
+            .unwrap(),
+        Gcra::per_day(1).unwrap().with_burst(2).unwrap(),
+    ];
+    let mut random = Xorshift(0x5eed_0005);
+    let (mut allowed, mut denied) = (0, 0);
+    for quota in quotas {
+        let limit = quota.limit();
+        assert_eq!(quota.max_wait_ticks(Duration::ZERO), 0);
+        let mut states: Vec<u64> = reachable_states(quota, 0x5eed_0006, SECOND_NS)
+            .into_iter()
+            .map(|(state, _)| state)
+            .collect();
+        states.extend(booked_states(quota, 0x5eed_0007));
+        states.extend([0, 1, u64::MAX, u64::MAX - 1, u64::MAX - 2, 1 << 63, 3 << 62]);
+        for _ in 0..20_000 {
+            let state = match random.up_to(3) {
+                0 => random.next(),
+                _ => states[random.up_to(states.len() as u64 - 1) as usize],
+            };
+            let cost = match random.up_to(5) {
+                0 => 0,
+                1 => limit + random.up_to(1),
+                2 => u64::MAX - random.up_to(1),
+                _ => 1 + random.up_to(limit - 1),
+            };
+            let now_ns = match random.up_to(3) {
+                0 => random.up_to(HORIZON_NS),
+                // Around the instant the cost becomes admissible, from a random reading.
+                _ => {
+                    let from_ns = random.up_to(HORIZON_NS / 2);
+                    let wait_ns = quota.wait_ns(state, quota.instant(at(from_ns)), cost.min(limit));
+                    (from_ns.saturating_add(wait_ns) + random.up_to(2))
+                        .saturating_sub(1)
+                        .min(HORIZON_NS)
+                }
+            };
+            let now = quota.instant(at(now_ns));
+            let checked = quota.step(state, now, cost);
+            assert_eq!(
+                quota.reserve_step(state, now, cost, 0),
+                checked,
+                "{quota:?}: {state:#x} at {now_ns} ns, cost {cost}"
+            );
+            match checked {
+                Step::Allow(_) => allowed += 1,
+                Step::Deny => denied += 1,
+            }
+        }
+    }
+    assert!(
+        allowed > 10_000 && denied > 10_000,
+        "{allowed} allowed, {denied} denied"
+    );
+}

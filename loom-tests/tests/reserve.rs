@@ -1,0 +1,580 @@
+//! Loom models of reservations (src/throttle): bookings applied by the same compare-and-swap
+//! driver (src/driver.rs) and keyed slot protocol (src/keyed/protocol.rs) as checks, and
+//! cancellations, which lower a state word (`Gcra::cancel_step`) through that driver, on a keyed
+//! table behind the driver guard's identity re-check.
+//!
+//! Every quota is GCRA at one unit per second (`T` = 1 s), so every start is a whole number of
+//! seconds and the sequential outcome of a plan can be written down. Every time is passed in
+//! (`Request::at` for `reserve_with`, `cancel_at`); the models never read the `ManualClock`.
+//!
+//! Run from the repository root (see loom-tests/README.md):
+//! `RUSTFLAGS="--cfg nanolimit_loom" cargo test --release --manifest-path loom-tests/Cargo.toml --test reserve`
+
+use loom::sync::Arc;
+use nanolimit::{
+    Exact, Gcra, KeyedLimiter, KeyedStats, Limiter, ManualClock, Request, Reservation, WhenFull,
+};
+use nanolimit_loom_tests::{
+    at, explore, run_concurrently, shared_direct_limiter, ModelThread, UNREACHED_PREEMPTION_BOUND,
+};
+use std::time::Duration;
+
+/// The emission interval of every quota here, in nanoseconds.
+const T: u64 = 1_000_000_000;
+
+/// Every plan of the two-thread models built on `run_concurrently` runs on a spawned thread: loom
+/// explores more interleavings that way (see [`ModelThread`]). The cancellation models cannot:
+/// a reservation borrows its limiter, so the one cancelled, made before the race, stays on the
+/// model's thread, which cancels it while one spawned thread reserves.
+const MODEL_THREAD: ModelThread = ModelThread::OnlyJoins;
+
+/// GCRA at one unit per second, bursts of `burst`.
+fn gcra(burst: u64) -> Gcra {
+    Gcra::per_second(1).unwrap().with_burst(burst).unwrap()
+}
+
+/// A one-shard, one-bucket table (8 slots) of `u64` keys stored `Exact`, with a fixed hash
+/// seed, built as the keyed models build theirs.
+type Table = KeyedLimiter<u64, Gcra, ManualClock, Exact>;
+
+fn one_bucket_table(burst: u64, when_full: WhenFull) -> Table {
+    KeyedLimiter::<u64, Gcra>::builder(gcra(burst))
+        .capacity(1)
+        .shards(1)
+        .seed(7)
+        .when_full(when_full)
+        .clock(ManualClock::new())
+        .key_mode::<Exact>()
+        .build()
+        .expect("a one-bucket table")
+}
+
+/// One `reserve_with`: `cost` units, a reading of `now_ns`, waiting at most `max_wait_ns` (no
+/// limit if `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Reserve {
+    cost: u64,
+    now_ns: u64,
+    max_wait_ns: Option<u64>,
+}
+
+impl Reserve {
+    /// `cost` units at `now_ns`, however long the wait.
+    const fn unbounded(cost: u64, now_ns: u64) -> Reserve {
+        Reserve {
+            cost,
+            now_ns,
+            max_wait_ns: None,
+        }
+    }
+
+    /// `cost` units at `now_ns`, refused if the wait is longer than `max_wait_ns`.
+    const fn within(cost: u64, now_ns: u64, max_wait_ns: u64) -> Reserve {
+        Reserve {
+            cost,
+            now_ns,
+            max_wait_ns: Some(max_wait_ns),
+        }
+    }
+
+    fn request(self) -> Request<Gcra> {
+        let request = Request::cost(self.cost).at(at(self.now_ns));
+        match self.max_wait_ns {
+            Some(max_wait_ns) => request.max_wait(Duration::from_nanos(max_wait_ns)),
+            None => request,
+        }
+    }
+}
+
+/// What a reservation reported, in the figures a caller reads: granted or refused, its cost, and
+/// its start (for a refusal, when it could have started).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Booked {
+    granted: bool,
+    cost: u64,
+    start_ns: u64,
+}
+
+impl Booked {
+    fn of(reservation: &Reservation<'_>) -> Booked {
+        assert_eq!(reservation.is_granted(), !reservation.is_refused());
+        Booked {
+            granted: reservation.is_granted(),
+            cost: reservation.cost(),
+            start_ns: reservation.start().as_ns(),
+        }
+    }
+
+    /// Granted, starting `start_ns` after the origin.
+    const fn granted(cost: u64, start_ns: u64) -> Booked {
+        Booked {
+            granted: true,
+            cost,
+            start_ns,
+        }
+    }
+}
+
+/// Short enough to read a failing model's outcomes, and every sequential order's, at a glance:
+/// `1@2s` for 1 unit granted to start at 2 s, `refused 1@2s` for 1 refused that could have
+/// started then.
+impl std::fmt::Debug for Booked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.granted {
+            f.write_str("refused ")?;
+        }
+        write!(f, "{}@{:?}", self.cost, Duration::from_nanos(self.start_ns))
+    }
+}
+
+/// `reserve` made on a direct limiter, reported (the reservation itself borrows the limiter, so
+/// only its figures leave the thread).
+fn reserve_direct(limiter: &Limiter<Gcra, ManualClock>, reserve: Reserve) -> Booked {
+    Booked::of(&limiter.reserve_with(reserve.request()).unwrap())
+}
+
+/// `reserve` for `key` on a keyed table, reported.
+fn reserve_keyed(table: &Table, (key, reserve): (u64, Reserve)) -> Booked {
+    Booked::of(&table.reserve_with(&key, reserve.request()).unwrap())
+}
+
+/// The sequential specification: GCRA on one state word, one reservation at a time, in
+/// nanoseconds (every figure here is a whole number of them). A request waits until
+/// `max(tat, start) + n·T <= start + burst·T`; a granted one moves `tat` to `max(tat, now) + n·T`.
+#[derive(Debug, Clone, Copy)]
+struct Sequential {
+    burst: u64,
+    tat_ns: u64,
+}
+
+impl Sequential {
+    fn fresh(burst: u64) -> Sequential {
+        Sequential { burst, tat_ns: 0 }
+    }
+
+    fn reserve(&mut self, reserve: Reserve) -> Booked {
+        let increment = reserve.cost * T;
+        let base = self.tat_ns.max(reserve.now_ns);
+        let wait = (base - reserve.now_ns + increment).saturating_sub(self.burst * T);
+        let granted = reserve.max_wait_ns.is_none_or(|max_wait| wait <= max_wait);
+        if granted {
+            self.tat_ns = base + increment;
+        }
+        Booked {
+            granted,
+            cost: reserve.cost,
+            start_ns: reserve.now_ns + wait,
+        }
+    }
+}
+
+/// What each order of `plans` that keeps every thread's own order reports, run one reservation at
+/// a time on a fresh state, followed by `further`: the reports, per thread, and `further`'s.
+fn sequential_outcomes(
+    burst: u64,
+    plans: &[Vec<Reserve>],
+    further: Reserve,
+) -> Vec<(Vec<Vec<Booked>>, Booked)> {
+    fn interleave(
+        plans: &[Vec<Reserve>],
+        done: &mut [usize],
+        state: Sequential,
+        outcomes: &mut Vec<Vec<Booked>>,
+        further: Reserve,
+        all: &mut Vec<(Vec<Vec<Booked>>, Booked)>,
+    ) {
+        let mut finished = true;
+        for thread in 0..plans.len() {
+            let Some(&reserve) = plans[thread].get(done[thread]) else {
+                continue;
+            };
+            finished = false;
+            let mut next = state;
+            outcomes[thread].push(next.reserve(reserve));
+            done[thread] += 1;
+            interleave(plans, done, next, outcomes, further, all);
+            done[thread] -= 1;
+            outcomes[thread].pop();
+        }
+        if finished {
+            let mut last = state;
+            all.push((outcomes.clone(), last.reserve(further)));
+        }
+    }
+    let mut all = Vec::new();
+    interleave(
+        plans,
+        &mut vec![0; plans.len()],
+        Sequential::fresh(burst),
+        &mut vec![Vec::new(); plans.len()],
+        further,
+        &mut all,
+    );
+    all
+}
+
+/// Replays `granted` (start, cost), in start order, through a fresh limiter under a burst of
+/// `burst`: the safety property of any set of bookings is that each of them, made at its start,
+/// would have passed a check (no two units closer than the quota allows).
+fn assert_conformant(burst: u64, granted: &[Booked], context: &dyn std::fmt::Debug) {
+    let mut by_start: Vec<Booked> = granted.to_vec();
+    by_start.sort_by_key(|booked| booked.start_ns);
+    let replay = Limiter::with_clock(gcra(burst), ManualClock::new());
+    for booked in &by_start {
+        assert!(booked.granted, "only granted bookings are replayed");
+        let check = replay
+            .check_with(Request::cost(booked.cost).at(at(booked.start_ns)))
+            .unwrap();
+        assert!(
+            check.is_allowed(),
+            "bookings {by_start:?} (burst {burst}, T = 1 s) are closer than the quota allows: \
+             {booked:?} does not pass at its start: {context:?}"
+        );
+    }
+}
+
+/// The granted bookings among `outcomes` and `more`.
+fn granted_among<'a>(
+    outcomes: &'a [Vec<Booked>],
+    more: impl IntoIterator<Item = &'a Booked>,
+) -> Vec<Booked> {
+    outcomes
+        .iter()
+        .flatten()
+        .chain(more)
+        .filter(|booked| booked.granted)
+        .copied()
+        .collect()
+}
+
+/// `burst` 1, unit costs: each thread makes one unbounded reservation and one that waits at most
+/// `T`; whichever of the latter comes second finds at least two units booked ahead and is
+/// refused.
+const UNIT_PLANS: [[Reserve; 2]; 2] = [
+    [Reserve::unbounded(1, 0), Reserve::within(1, 0, T)],
+    [Reserve::within(1, 0, T), Reserve::unbounded(1, 0)],
+];
+/// `burst` 2, mixed costs: which of the bounded ones fit depends on the order (none, one or
+/// two are refused).
+const COSTED_PLANS: [[Reserve; 2]; 2] = [
+    [Reserve::unbounded(2, 0), Reserve::within(1, 0, T)],
+    [Reserve::within(1, 0, 0), Reserve::within(2, 0, 2 * T)],
+];
+/// Where the next booking queues once the race is over.
+const FURTHER: Reserve = Reserve::unbounded(1, 0);
+
+/// What two threads racing to reserve with `plans`, then a `further` reservation (an unbounded
+/// unit at 0: where the next booking queues, so it shows the final state), are told is exactly
+/// what some order of the plans' reservations, one at a time, reports: so a refused reservation
+/// booked nothing, and every granted one is counted. The granted bookings with the further one
+/// are conformant, and under a burst of 1 their starts are the slots 0, `T`, `2T`, ..., each
+/// taken once.
+fn assert_one_sequential_order(
+    burst: u64,
+    plans: &[Vec<Reserve>],
+    outcomes: &[Vec<Booked>],
+    further: Booked,
+) {
+    let orders = sequential_outcomes(burst, plans, FURTHER);
+    assert!(
+        orders
+            .iter()
+            .any(|(sequential, next)| sequential == outcomes && *next == further),
+        "reservations {outcomes:?}, then {further:?}: no order of the plans {plans:?}, one at a \
+         time, reports that; they report {orders:?}"
+    );
+    let granted = granted_among(outcomes, [&further]);
+    assert_conformant(burst, &granted, &outcomes);
+    if burst == 1 {
+        let mut starts: Vec<u64> = granted.iter().map(|booked| booked.start_ns).collect();
+        starts.sort_unstable();
+        let slots: Vec<u64> = (0..starts.len() as u64).map(|slot| slot * T).collect();
+        assert_eq!(
+            starts, slots,
+            "burst 1: each granted booking takes its own slot: {outcomes:?}, then {further:?}"
+        );
+    }
+}
+
+/// Two threads reserve on a direct limiter at once, with `plans` (see
+/// [`assert_one_sequential_order`]).
+fn model_reserves_race(model_name: &str, burst: u64, plans: [[Reserve; 2]; 2]) {
+    let plans: Vec<Vec<Reserve>> = plans.iter().map(|plan| plan.to_vec()).collect();
+    // Some order refuses a reservation: else the model could not see a refusal that booked.
+    let orders = sequential_outcomes(burst, &plans, FURTHER);
+    assert!(orders
+        .iter()
+        .any(|(outcomes, _)| outcomes.iter().flatten().any(|booked| !booked.granted)));
+    explore(model_name, UNREACHED_PREEMPTION_BOUND, move || {
+        let limiter = shared_direct_limiter(gcra(burst));
+        let outcomes = run_concurrently(MODEL_THREAD, &limiter, plans.clone(), reserve_direct);
+        let further = reserve_direct(&limiter, FURTHER);
+        assert_one_sequential_order(burst, &plans, &outcomes, further);
+    });
+}
+
+#[test]
+fn direct_two_threads_reserve_unit_slots() {
+    model_reserves_race("reserve: direct, 2 × 2 unit reservations", 1, UNIT_PLANS);
+}
+
+#[test]
+fn direct_two_threads_reserve_mixed_costs() {
+    model_reserves_race(
+        "reserve: direct, 2 × 2 costed reservations",
+        2,
+        COSTED_PLANS,
+    );
+}
+
+/// The keyed form of [`model_reserves_race`]: both threads reserve for one key the table does not
+/// hold yet, so each first reservation may insert it (one entry results, holding every booking).
+fn model_keyed_reserves_race(model_name: &str, burst: u64, plans: [[Reserve; 2]; 2]) {
+    const KEY: u64 = 1;
+    let plans: Vec<Vec<Reserve>> = plans.iter().map(|plan| plan.to_vec()).collect();
+    explore(model_name, UNREACHED_PREEMPTION_BOUND, move || {
+        let table = Arc::new(one_bucket_table(burst, WhenFull::Deny));
+        let keyed_plans = plans
+            .iter()
+            .map(|plan| plan.iter().map(|&reserve| (KEY, reserve)).collect())
+            .collect();
+        let outcomes = run_concurrently(MODEL_THREAD, &table, keyed_plans, reserve_keyed);
+        let further = reserve_keyed(&table, (KEY, FURTHER));
+        assert_one_sequential_order(burst, &plans, &outcomes, further);
+        assert_eq!(table.stats().inserts, 1, "one entry for one key");
+    });
+}
+
+#[test]
+fn keyed_two_threads_reserve_unit_slots_of_a_new_key() {
+    model_keyed_reserves_race(
+        "reserve: keyed, 2 × 2 unit reservations of a new key",
+        1,
+        UNIT_PLANS,
+    );
+}
+
+/// The outcome of a reservation racing a cancellation, on a limiter at burst 1 on which `first`
+/// (start 0) and `cancelled` (start `T`) were booked at 0 before the race: the model's thread
+/// cancels `cancelled` at 0 (before its start) while a spawned thread reserves a unit at 0
+/// (`new`); then a `further` unit is reserved at 0. There are two orders, and each has one
+/// outcome:
+/// - the cancellation first: it gives the whole slot `T` back, `new` takes it, and the further
+///   unit queues at `2T`;
+/// - the reservation first: `new` queues behind `cancelled`, at `2T`, and depends on all of its
+///   slot, so the cancellation gives nothing back; the further unit queues at `3T`.
+///
+/// Whichever it was, `first`, `new` and `further` (not `cancelled`, which its caller will not
+/// use) are conformant: a cancellation never gives back a slot that a later booking relies on.
+fn assert_reserve_cancel_outcome(new: Booked, further: Booked, first: Booked) {
+    let cancel_first = (Booked::granted(1, T), Booked::granted(1, 2 * T));
+    let reserve_first = (Booked::granted(1, 2 * T), Booked::granted(1, 3 * T));
+    assert!(
+        (new, further) == cancel_first || (new, further) == reserve_first,
+        "after a cancellation of the slot at T raced a reservation: {new:?}, then {further:?}; \
+         expected {cancel_first:?} (cancellation first) or {reserve_first:?} (reservation first)"
+    );
+    assert_conformant(1, &[first, new, further], &(new, further));
+}
+
+/// The bookings made before the cancellation models' race: `first` at 0, then the one to
+/// cancel, at `T`.
+const BEFORE_THE_RACE: Reserve = Reserve::unbounded(1, 0);
+/// What the spawned thread reserves during the race.
+const DURING_THE_RACE: Reserve = Reserve::unbounded(1, 0);
+
+/// A reservation races the cancellation of an earlier one (see
+/// [`assert_reserve_cancel_outcome`]).
+#[test]
+fn direct_reserve_races_cancel() {
+    explore(
+        "reserve: direct, reserve vs cancel",
+        UNREACHED_PREEMPTION_BOUND,
+        || {
+            let limiter = shared_direct_limiter(gcra(1));
+            let first = limiter.reserve_with(BEFORE_THE_RACE.request()).unwrap();
+            let cancelled = limiter.reserve_with(BEFORE_THE_RACE.request()).unwrap();
+            let first = Booked::of(&first);
+            assert_eq!(
+                (first, Booked::of(&cancelled)),
+                (Booked::granted(1, 0), Booked::granted(1, T))
+            );
+            let reserver = {
+                let limiter = Arc::clone(&limiter);
+                loom::thread::spawn(move || reserve_direct(&limiter, DURING_THE_RACE))
+            };
+            cancelled.cancel_at(at(0));
+            let new = reserver.join().unwrap();
+            let further = reserve_direct(&limiter, FURTHER);
+            assert_reserve_cancel_outcome(new, further, first);
+        },
+    );
+}
+
+/// The keyed form of [`direct_reserve_races_cancel`], on one key already in the table: the
+/// cancellation goes through the keyed lookup and the driver's identity guard.
+#[test]
+fn keyed_reserve_races_cancel() {
+    const KEY: u64 = 1;
+    explore(
+        "reserve: keyed, reserve vs cancel",
+        UNREACHED_PREEMPTION_BOUND,
+        || {
+            let table = Arc::new(one_bucket_table(1, WhenFull::Deny));
+            let first = table.reserve_with(&KEY, BEFORE_THE_RACE.request()).unwrap();
+            let cancelled = table.reserve_with(&KEY, BEFORE_THE_RACE.request()).unwrap();
+            let first = Booked::of(&first);
+            assert_eq!(
+                (first, Booked::of(&cancelled)),
+                (Booked::granted(1, 0), Booked::granted(1, T))
+            );
+            let reserver = {
+                let table = Arc::clone(&table);
+                loom::thread::spawn(move || reserve_keyed(&table, (KEY, DURING_THE_RACE)))
+            };
+            cancelled.cancel_at(at(0));
+            let new = reserver.join().unwrap();
+            let further = reserve_keyed(&table, (KEY, FURTHER));
+            assert_reserve_cancel_outcome(new, further, first);
+            assert_eq!(table.stats().inserts, 1);
+        },
+    );
+}
+
+/// The key whose reservation is cancelled while its slot is handed to [`NEW_KEY`].
+const CANCELLING_KEY: u64 = 100;
+/// The key inserted into [`CANCELLING_KEY`]'s slot.
+const NEW_KEY: u64 = 200;
+
+/// The stats of a full table (8 keys) into which one new key was inserted, by a reclaim or an
+/// eviction.
+fn one_slot_handed_over(reclaims: u64, evictions: u64) -> KeyedStats {
+    KeyedStats {
+        inserts: 9,
+        reclaims,
+        refused_new_keys: 0,
+        untracked_new_keys: 0,
+        evictions,
+    }
+}
+
+/// Burst 2. Key 100 books 2 units at 0 (start 0), then 2 more at 0 (start `2T`, its state at
+/// `4T`): the reservation to cancel. Keys 101..108 fill the rest of the bucket. Then the model's
+/// thread cancels key 100's second reservation at 0 (before its start), while a spawned thread
+/// runs `new_key` (an operation on key 200, which takes key 100's slot). Returns what it reported.
+fn cancel_races_a_new_key<R: Send + 'static>(
+    when_full: WhenFull,
+    others: impl Fn(&Table, u64),
+    new_key: fn(&Table) -> R,
+) -> (Arc<Table>, Booked, R) {
+    let table = Arc::new(one_bucket_table(2, when_full));
+    let first = table
+        .reserve_with(&CANCELLING_KEY, Reserve::unbounded(2, 0).request())
+        .unwrap();
+    let cancelled = table
+        .reserve_with(&CANCELLING_KEY, Reserve::unbounded(2, 0).request())
+        .unwrap();
+    let first = Booked::of(&first);
+    assert_eq!(
+        (first, Booked::of(&cancelled)),
+        (Booked::granted(2, 0), Booked::granted(2, 2 * T))
+    );
+    for key in 101..108 {
+        others(&table, key);
+    }
+    assert_eq!(table.stats().inserts, 8);
+    let inserter = {
+        let table = Arc::clone(&table);
+        loom::thread::spawn(move || new_key(&table))
+    };
+    cancelled.cancel_at(at(0));
+    let reported = inserter.join().unwrap();
+    (table, first, reported)
+}
+
+/// Key 100's cancellation races a reclaim of its slot. The seven other keys check 2 units at
+/// `3T` (live until `5T`); at `4T` key 100's entry is fresh-equivalent (its state is `4T`, or
+/// `2T` once the cancellation has given its 2 units back) and the only one: key 200's check at
+/// `4T` reclaims its slot, starting from a fresh state (`5T`: one unit used).
+///
+/// Either the cancellation lands on key 100's entry before the reclaim claims it, or it finds
+/// key 100 gone and gives nothing back. Key 200's state is never lowered by it: afterwards key
+/// 200 has exactly one unit used (1 left, reset after 1 s), one reclaim, nothing refused. A
+/// cancellation that applied its step to key 200's state (`5T`, against key 100's booking at
+/// `4T` of 2 units) would give one unit back: 2 left, as if key 200's admission never happened.
+#[test]
+fn keyed_cancel_races_a_reclaim_of_its_slot() {
+    explore(
+        "reserve: keyed, cancel vs reclaim of its slot",
+        UNREACHED_PREEMPTION_BOUND,
+        || {
+            let (table, _, checked) = cancel_races_a_new_key(
+                WhenFull::Deny,
+                |table, key| {
+                    let two_units = Request::cost(2).at(at(3 * T));
+                    assert!(table.check_with(&key, two_units).unwrap().is_allowed());
+                },
+                |table| table.check_at(&NEW_KEY, at(4 * T)),
+            );
+            assert!(checked.is_allowed() && !checked.is_untracked());
+            assert_eq!(checked.remaining(), 1, "{checked:?}");
+            let after = table
+                .peek_with(&NEW_KEY, Request::new().at(at(4 * T)))
+                .unwrap();
+            assert_eq!(
+                (after.remaining(), after.reset_after()),
+                (1, Duration::from_secs(1)),
+                "key {NEW_KEY} has one unit used, whatever key {CANCELLING_KEY}'s cancellation \
+                 did: {after:?}"
+            );
+            assert_eq!(table.stats(), one_slot_handed_over(1, 0));
+        },
+    );
+}
+
+/// Key 100's cancellation races an eviction of its entry. `WhenFull::EvictClosestToFresh`; the
+/// seven other keys check 2 units at `5T` (live until `7T`), so key 100's entry (state `4T`, or
+/// `2T` once cancelled) is the closest to fresh. Key 200 reserves a unit at 0: its insert evicts
+/// key 100 and inherits its state, so key 200's booking queues behind key 100's.
+///
+/// - The cancellation first: key 200 inherits `2T` and starts at `T`; a further unit for key 200
+///   at `2T`.
+/// - The eviction first: key 200 inherits `4T` and starts at `3T`, and the cancellation finds
+///   key 100 gone and gives nothing back: a further unit at `4T`.
+///
+/// So key 200's state is never lowered by key 100's cancellation, and key 100's first booking
+/// (2 units at 0), key 100's second if not given back, and key 200's two are conformant. A
+/// cancellation applied to key 200's state (`5T`, against key 100's booking at `4T` of 2 units)
+/// would give a unit back: the further unit would start at `3T`, with key 200's first.
+#[test]
+fn keyed_cancel_races_an_eviction_of_its_entry() {
+    explore(
+        "reserve: keyed, cancel vs eviction of its entry",
+        UNREACHED_PREEMPTION_BOUND,
+        || {
+            let (table, first, new) = cancel_races_a_new_key(
+                WhenFull::EvictClosestToFresh,
+                |table, key| {
+                    let two_units = Request::cost(2).at(at(5 * T));
+                    assert!(table.check_with(&key, two_units).unwrap().is_allowed());
+                },
+                |table| reserve_keyed(table, (NEW_KEY, Reserve::unbounded(1, 0))),
+            );
+            let further = reserve_keyed(&table, (NEW_KEY, FURTHER));
+            let cancel_first = (Booked::granted(1, T), Booked::granted(1, 2 * T));
+            let evict_first = (Booked::granted(1, 3 * T), Booked::granted(1, 4 * T));
+            assert!(
+                (new, further) == cancel_first || (new, further) == evict_first,
+                "key {NEW_KEY}'s bookings {new:?}, then {further:?}; expected {cancel_first:?} \
+                 (cancellation first) or {evict_first:?} (eviction first)"
+            );
+            let mut granted = vec![first, new, further];
+            if (new, further) == evict_first {
+                // Key 200 inherited key 100's second booking, never given back.
+                granted.push(Booked::granted(2, 2 * T));
+            }
+            assert_conformant(2, &granted, &(new, further));
+            assert_eq!(table.stats(), one_slot_handed_over(0, 1));
+        },
+    );
+}
