@@ -43,6 +43,9 @@ enum Entry {
     /// A direct limiter's state, or a key the table holds (or, for a peek of a new key, the
     /// state its insert would start from).
     Tracked,
+    /// A key this decision inserted into the table (its first write, over a vacant, reclaimed
+    /// or evicted slot): tracked from now on, as [`Tracked`](Self::Tracked).
+    Inserted,
     /// A key a full table admitted without tracking it ([`WhenFull::Allow`](crate::WhenFull)):
     /// judged as a fresh key, nothing stored.
     Untracked,
@@ -76,6 +79,21 @@ impl<Q: Quota> Decision<Q> {
             now,
             quota,
         }
+    }
+
+    /// An admission that inserted its key into the table: its first state is `state`.
+    #[cold]
+    pub(crate) fn inserted(cost: u64, state: u64, now: Q::Instant, quota: Q) -> Self {
+        Decision {
+            entry: Entry::Inserted,
+            ..Decision::new(true, cost, state, now, quota)
+        }
+    }
+
+    /// Whether this admission inserted its key (a keyed table's first write for it).
+    #[inline]
+    pub(crate) fn inserted_its_key(&self) -> bool {
+        self.entry == Entry::Inserted
     }
 
     /// A new key admitted by a full table without being tracked: it reports what a fresh key
@@ -117,7 +135,7 @@ impl<Q: Quota> Decision<Q> {
     /// For a refused new key: nanoseconds until it may retry, at least 1.
     fn refused_wait_ns(&self) -> Option<u64> {
         let wait_ns = match self.entry {
-            Entry::Tracked | Entry::Untracked => return None,
+            Entry::Tracked | Entry::Inserted | Entry::Untracked => return None,
             Entry::RefusedUntilFresh => self.quota.reset_after_ns(self.state, self.now),
             Entry::RefusedUntilAdmitted => {
                 self.quota.retry_after_ns(self.state, self.now, self.cost)
@@ -169,7 +187,7 @@ impl<Q: Quota> Decision<Q> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_untracked(&self) -> bool {
-        self.entry != Entry::Tracked
+        !matches!(self.entry, Entry::Tracked | Entry::Inserted)
     }
 
     /// The cost this decision was for.
@@ -186,7 +204,9 @@ impl<Q: Quota> Decision<Q> {
     pub fn remaining(&self) -> u64 {
         match self.entry {
             Entry::RefusedUntilFresh | Entry::RefusedUntilAdmitted => 0,
-            Entry::Tracked | Entry::Untracked => self.quota.remaining(self.state, self.now),
+            Entry::Tracked | Entry::Inserted | Entry::Untracked => {
+                self.quota.remaining(self.state, self.now)
+            }
         }
     }
 
@@ -219,7 +239,7 @@ impl<Q: Quota> Decision<Q> {
     pub fn state_word(&self) -> u64 {
         match self.entry {
             Entry::RefusedUntilFresh | Entry::RefusedUntilAdmitted => Q::FRESH,
-            Entry::Tracked | Entry::Untracked => self.state,
+            Entry::Tracked | Entry::Inserted | Entry::Untracked => self.state,
         }
     }
 

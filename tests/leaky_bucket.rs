@@ -4,11 +4,13 @@
 //! being released does not count), and an arrival that would have to wait behind `Q` others
 //! is dropped. The two must agree on every admit/drop decision and on every release time, to
 //! the nanosecond (a dropped request's would-be release time included: its reported delay).
+//! Near the clock's horizon, the reference also drops a request that would leave the queue
+//! past it (its would-be release reported at the horizon).
 
 mod common;
 
-use common::{at, proptest_config, SECOND_NS, YEAR_NS};
-use nanolimit::{Gcra, LeakyBucket, Limiter, ManualClock};
+use common::{at, proptest_config, HORIZON_NS, SECOND_NS, YEAR_NS};
+use nanolimit::{Gcra, LeakyBucket, Limiter, ManualClock, Timestamp};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -53,14 +55,15 @@ impl ReferenceQueue {
             .filter(|&&release| release > arrival)
             .count();
         // A request released on arrival never joins the queue; one that must wait joins it if
-        // fewer than `capacity` already wait.
-        let admitted = release_ns == arrival || waiting < self.capacity;
+        // fewer than `capacity` already wait. None may leave past the clock's horizon.
+        let horizon = u128::from(HORIZON_NS);
+        let admitted = (release_ns == arrival || waiting < self.capacity) && release_ns <= horizon;
         if admitted {
             self.releases.push(release_ns);
         }
         Fate {
             admitted,
-            release_ns,
+            release_ns: release_ns.min(horizon),
         }
     }
 }
@@ -149,7 +152,7 @@ fn raw_gaps() -> impl Strategy<Value = Vec<(u8, u64)>> {
 
 /// The arrival times: from `first_ns`, gaps of nothing (equal timestamps), a fraction of an
 /// interval, exactly one, whole multiples and their neighbours, or long enough to drain the
-/// queue.
+/// queue; at most the horizon.
 fn arrivals(first_ns: u64, interval_ns: u64, capacity: u64, gaps: &[(u8, u64)]) -> Vec<u64> {
     let queue_ns = (capacity + 2) * interval_ns;
     let mut now = first_ns;
@@ -164,13 +167,14 @@ fn arrivals(first_ns: u64, interval_ns: u64, capacity: u64, gaps: &[(u8, u64)]) 
                 6 => random % (queue_ns + 1),
                 _ => random % (3 * queue_ns + 1),
             };
+            now = now.min(HORIZON_NS);
             now
         })
         .collect()
 }
 
 proptest! {
-    #![proptest_config(proptest_config(1_500))]
+    #![proptest_config(proptest_config(5_000))]
 
     /// Identical admit/drop decisions and identical release times, to the nanosecond, on random
     /// arrival schedules, drain rates and capacities.
@@ -182,6 +186,21 @@ proptest! {
         gaps in raw_gaps(),
     ) {
         let arrivals = arrivals(first_ns, period_ns / count, capacity, &gaps);
+        assert_matches_the_reference(count, period_ns, capacity, &arrivals)?;
+    }
+
+    /// The same, from a reading up to a few queue lengths before the horizon: the queue
+    /// admits nothing that would leave past it.
+    #[test]
+    fn near_the_horizon_the_leaky_bucket_is_the_reference_queue(
+        (count, period_ns) in drain_rate(),
+        capacity in 0..=20u64,
+        before in any::<u64>(),
+        gaps in raw_gaps(),
+    ) {
+        let interval_ns = period_ns / count;
+        let first_ns = HORIZON_NS - before % (3 * (capacity + 2) * interval_ns + 1);
+        let arrivals = arrivals(first_ns, interval_ns, capacity, &gaps);
         assert_matches_the_reference(count, period_ns, capacity, &arrivals)?;
     }
 
@@ -317,4 +336,39 @@ fn enqueue_reads_the_queues_clock() {
     // 250 ms on, the second is being released: room for one.
     clock.advance(Duration::from_millis(250));
     assert_eq!(queue.enqueue().start(), at(3 * SECOND_NS + 500_000_000));
+}
+
+#[test]
+fn at_the_horizon_the_queue_grants_no_more_than_its_capacity_plus_one() {
+    // One per 100 ms. From `k` intervals before the horizon, a burst of arrivals is granted
+    // `min(k, Q) + 1` times: the one released at once and those that leave by the horizon;
+    // at the horizon itself, only the one released at once. The rest are dropped, booking
+    // nothing (not granted with a release cut to the horizon).
+    let interval_ns = 100_000_000;
+    for capacity in [0, 1, 2, 5] {
+        for k in 0..=7u64 {
+            let now = at(HORIZON_NS - k * interval_ns);
+            let queue = LeakyBucket::with_clock(
+                10,
+                Duration::from_secs(1),
+                capacity,
+                ManualClock::starting_at(now),
+            )
+            .unwrap();
+            let reservations: Vec<_> = (0..capacity + 10).map(|_| queue.enqueue()).collect();
+            let granted: Vec<u64> = reservations
+                .iter()
+                .filter(|reservation| reservation.is_granted())
+                .map(|reservation| reservation.start().as_ns())
+                .collect();
+            let expected: Vec<u64> = (0..=k.min(capacity))
+                .map(|waiting| now.as_ns() + waiting * interval_ns)
+                .collect();
+            assert_eq!(granted, expected, "Q = {capacity}, {k} intervals before");
+            assert!(reservations[granted.len()..]
+                .iter()
+                .all(|reservation| reservation.is_refused()
+                    && reservation.start() <= Timestamp::HORIZON));
+        }
+    }
 }

@@ -2,21 +2,30 @@
 //!
 //! - a sequential model of the documented rules, in plain nanosecond arithmetic, against
 //!   random sequences of reservations (with and without a maximum wait), checks, cancellations
-//!   and time steps: identical grants and refusals, start times and check decisions;
-//! - a safety property that does not depend on the cancellation rule: whatever was cancelled,
-//!   the requests still admitted (reservations not cancelled, at their start times, and
-//!   allowed checks) replayed through a fresh limiter are all admitted, so cancelling never
-//!   left a limiter looser than the quota;
-//! - edge cases of the pure steps (no slot marker is ever written, costs above the burst,
-//!   rounding of the maximum wait, the wait a refusal reports, a maximum wait of zero);
-//! - keyed limiters: each key books and cancels on its own state, and a cancellation for a key
-//!   that lost its slot touches nobody else's state.
+//!   (in any order, with the current reading or an earlier one) and time steps, from the
+//!   origin to the horizon: identical grants and refusals, start times, check decisions and
+//!   amounts given back;
+//! - a safety property that does not depend on the cancellation rule: the requests still
+//!   admitted (reservations not cancelled, at their start times, and allowed checks) replayed
+//!   through a fresh limiter are all admitted, so cancelling, in any order, never left a
+//!   limiter looser than the quota;
+//! - regressions: the cancellation order that made the first rule (Go's partial give-back)
+//!   over-admit, a cancellation with a stale reading after admissions since, reservations at
+//!   and near the time horizon;
+//! - edge cases of the pure steps (no slot marker is ever written, no start past the horizon,
+//!   costs above the burst, rounding of the maximum wait, the wait a refusal reports, a
+//!   maximum wait of zero, the cancellation step on any input);
+//! - keyed limiters: each key books and cancels on its own state, a cancellation for a key
+//!   that lost its slot touches nobody else's state, and a key's first booking (the one that
+//!   inserted it) gives nothing back.
 //!
 //! Every schedule uses explicit timestamps (`Request::at`, `cancel_at`) on a `ManualClock`.
 
 mod common;
 
-use common::{any_cost, any_reading, any_state, at, proptest_config, SECOND_NS, YEAR_NS};
+use common::{
+    any_cost, any_reading, any_state, at, proptest_config, HORIZON_NS, SECOND_NS, YEAR_NS,
+};
 use nanolimit::{
     Exact, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, QuotaError, Request, RequestError,
     Reservable, Reservation, Step, Timestamp, WaitError, WhenFull,
@@ -28,6 +37,8 @@ use std::time::Duration;
 
 const MILLISECOND_NS: u64 = 1_000_000;
 const DAY_NS: u64 = 86_400 * SECOND_NS;
+/// A whole-nanosecond emission interval counts 16 ticks per ns in the state word.
+const TICKS_PER_NS: u128 = 16;
 
 // ---------------------------------------------------------------------------------------------
 // The sequential model
@@ -37,29 +48,37 @@ const DAY_NS: u64 = 86_400 * SECOND_NS;
 /// rounding: the quotas under test have whole-nanosecond emission intervals):
 ///
 /// - reserve `n` at `now`: `start = max(now, max(tat, now) + n·T − tau)`, granted iff
-///   `start − now <= max_wait`, and then `tat := max(tat, now) + n·T`;
+///   `start − now <= max_wait` and `start <= HORIZON`, and then `tat := max(tat, now) + n·T`
+///   (a refusal reports its start, clamped to the horizon);
 /// - check `n` at `now`: allowed iff `max(tat, now) + n·T <= now + tau`, then the same update;
-/// - cancel, before the start, a reservation that left `booked`: if `tat >= booked`, give back
-///   `n·T − (tat − booked)` if positive ([`Reservable::cancel_step`]);
-/// - a cost of zero is granted (or allowed) at once and changes nothing.
+/// - cancel, at a reading before its start, a reservation that left `booked` by adding `n·T`:
+///   if `tat == booked` (it is still the latest booking), `tat := booked − n·T`, giving back
+///   all of it; else nothing ([`Reservable::cancel_step`]);
+/// - a cost of zero is granted (or allowed) at once and changes nothing;
+/// - on a keyed limiter, the booking that inserted the key (its first write) gives nothing
+///   back.
 #[derive(Debug, Clone)]
 struct Model {
     interval_ns: u128,
     tolerance_ns: u128,
     tat_ns: u128,
+    /// Whether the limiter holds the state already: a keyed key's first write inserts it.
+    tracked: bool,
 }
 
 /// What the model did with a reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Booked {
     granted: bool,
-    /// The start, or for a refusal the start it would have had.
+    /// The start, or for a refusal the start it would have had (at most the horizon).
     start_ns: u128,
-    /// `(booked tat, n·T)`: what a cancellation needs; `None` if nothing was booked.
+    /// `(booked tat, n·T)`: what a cancellation needs; `None` if nothing was booked, or if the
+    /// booking inserted its key (it gives nothing back).
     booking: Option<(u128, u128)>,
 }
 
 impl Model {
+    /// The model of a direct limiter.
     fn new(quota: &Gcra) -> Self {
         let period_ns = quota.period().as_nanos();
         let count = u128::from(quota.count());
@@ -69,6 +88,15 @@ impl Model {
             interval_ns,
             tolerance_ns: u128::from(quota.limit()) * interval_ns,
             tat_ns: 0,
+            tracked: true,
+        }
+    }
+
+    /// The model of a key a keyed table does not hold yet (and never reclaims or evicts).
+    fn new_key(quota: &Gcra) -> Self {
+        Model {
+            tracked: false,
+            ..Model::new(quota)
         }
     }
 
@@ -87,18 +115,22 @@ impl Model {
         let start_ns = (base + increment)
             .saturating_sub(self.tolerance_ns)
             .max(now);
-        if max_wait_ns.is_some_and(|max_wait| start_ns - now > max_wait) {
+        let too_long = max_wait_ns.is_some_and(|max_wait| start_ns - now > max_wait);
+        let horizon = u128::from(HORIZON_NS);
+        if too_long || start_ns > horizon {
             return Booked {
                 granted: false,
-                start_ns,
+                start_ns: start_ns.min(horizon),
                 booking: None,
             };
         }
         self.tat_ns = base + increment;
+        let inserted = !self.tracked;
+        self.tracked = true;
         Booked {
             granted: true,
             start_ns,
-            booking: Some((self.tat_ns, increment)),
+            booking: (!inserted).then_some((self.tat_ns, increment)),
         }
     }
 
@@ -111,17 +143,17 @@ impl Model {
             return false;
         }
         self.tat_ns = next;
+        self.tracked = true;
         true
     }
 
-    /// What the cancellation gave back (0 if nothing).
+    /// What the cancellation of a booking gave back, in ns (0 if nothing).
     fn cancel(&mut self, booked: u128, increment: u128) -> u128 {
-        let Some(added_since) = self.tat_ns.checked_sub(booked) else {
+        if self.tat_ns != booked || increment == 0 || booked < increment {
             return 0;
-        };
-        let returned = increment.saturating_sub(added_since);
-        self.tat_ns -= returned;
-        returned
+        }
+        self.tat_ns = booked - increment;
+        increment
     }
 }
 
@@ -141,10 +173,12 @@ enum RawOp {
         key: u8,
         cost: u64,
     },
-    /// Cancel one of the reservations made so far (not yet cancelled), at the current time:
-    /// mostly one that has not started.
+    /// Cancel one of the reservations made so far (not yet cancelled), mostly one that has
+    /// not started, at the current time or (`earlier_reading`) with the reading it was made
+    /// at: a caller's reading from before its start, whatever the time is now.
     Cancel {
         pick: u64,
+        earlier_reading: bool,
     },
     Advance {
         kind: u8,
@@ -179,7 +213,8 @@ fn raw_op() -> impl Strategy<Value = RawOp> {
         5 => (any::<u8>(), any::<u64>(), raw_max_wait())
             .prop_map(|(key, cost, max_wait)| RawOp::Reserve { key, cost, max_wait }),
         2 => (any::<u8>(), any::<u64>()).prop_map(|(key, cost)| RawOp::Check { key, cost }),
-        3 => any::<u64>().prop_map(|pick| RawOp::Cancel { pick }),
+        3 => (any::<u64>(), prop::bool::weighted(0.4))
+            .prop_map(|(pick, earlier_reading)| RawOp::Cancel { pick, earlier_reading }),
         3 => (0..6u8, any::<u64>()).prop_map(|(kind, random)| RawOp::Advance { kind, random }),
     ]
 }
@@ -201,13 +236,50 @@ fn whole_ns_quota() -> impl Strategy<Value = Gcra> {
     })
 }
 
+/// The first reading of a sequence, in raw form.
+#[derive(Debug, Clone, Copy)]
+enum RawFirst {
+    Origin,
+    /// Within the first year.
+    FirstYear(u64),
+    /// Up to 30 tolerances before the horizon, or at it.
+    NearTheHorizon(u64),
+}
+
+impl RawFirst {
+    fn reading_ns(self, quota: &Gcra) -> u64 {
+        match self {
+            RawFirst::Origin => 0,
+            RawFirst::FirstYear(random) => random % (YEAR_NS + 1),
+            RawFirst::NearTheHorizon(random) => {
+                HORIZON_NS - random % (30 * tolerance_ns(quota) + 1)
+            }
+        }
+    }
+}
+
 /// A random sequence: a quota, the first reading and the operations.
-fn sequence() -> impl Strategy<Value = (Gcra, u64, Vec<RawOp>)> {
+fn sequence() -> impl Strategy<Value = (Gcra, RawFirst, Vec<RawOp>)> {
+    let first = prop_oneof![
+        2 => Just(RawFirst::Origin),
+        5 => any::<u64>().prop_map(RawFirst::FirstYear),
+        1 => any::<u64>().prop_map(RawFirst::NearTheHorizon),
+    ];
     (
         whole_ns_quota(),
-        prop_oneof![Just(0u64), 0..=YEAR_NS],
+        first,
         prop::collection::vec(raw_op(), 1..80),
     )
+}
+
+/// `tau = burst × T` in nanoseconds (for whole-ns quotas).
+fn tolerance_ns(quota: &Gcra) -> u64 {
+    quota.limit() * interval_ns(quota)
+}
+
+/// `T` in nanoseconds (for whole-ns quotas).
+fn interval_ns(quota: &Gcra) -> u64 {
+    (quota.period().as_nanos() / u128::from(quota.count())) as u64
 }
 
 /// `cost` in raw form: mostly 1 or the whole burst, else anything up to the burst, rarely 0.
@@ -271,16 +343,25 @@ struct Admission {
 
 /// A reservation made during a sequence.
 struct Made<'l> {
-    /// Its place in the sequence.
-    order: usize,
     key: usize,
     granted: bool,
     cost: u64,
+    made_at_ns: u64,
     start_ns: u64,
     /// `None` once cancelled.
     reservation: Option<Reservation<'l>>,
+    /// Whether its cancellation gave its whole cost back (it no longer holds any time).
+    undone: bool,
     /// The model's booking, when a model runs alongside.
     booking: Option<(u128, u128)>,
+}
+
+impl Made<'_> {
+    /// Whether it still holds time on its key's state: granted, for a cost, and not undone
+    /// (a cancellation that gave nothing back leaves the time booked).
+    fn holds_time(&self) -> bool {
+        self.granted && self.cost > 0 && !self.undone
+    }
 }
 
 /// What a batch of sequences exercised: a property whose schedules never reach the
@@ -289,31 +370,34 @@ struct Made<'l> {
 struct Coverage {
     granted_later: Cell<u64>,
     refused: Cell<u64>,
+    /// Refused because the start would lie past the horizon, not for its maximum wait.
+    refused_past_the_horizon: Cell<u64>,
     denied_checks: Cell<u64>,
-    cancels_giving_back_all: Cell<u64>,
+    /// Gave everything back: it was the latest booking, nothing cancelled behind it.
+    cancels_undoing_the_latest: Cell<u64>,
+    /// Gave everything back once the bookings made behind it were undone (latest first).
+    cancels_undoing_a_chain: Cell<u64>,
+    /// Gave everything back with a reading from before its start, the clock being past it.
+    cancels_undoing_with_an_earlier_reading: Cell<u64>,
+    /// Gave nothing back, before its start: a later reservation is still booked behind it.
+    cancels_out_of_order: Cell<u64>,
+    /// Gave nothing back, before its start: only checks (or undone bookings) came since.
+    cancels_behind_a_check: Cell<u64>,
+    /// Gave back some of its cost, not all (never, by the rule; the safety property counts it
+    /// without judging).
     cancels_giving_back_part: Cell<u64>,
-    cancels_giving_back_nothing: Cell<u64>,
     cancels_after_the_start: Cell<u64>,
+    cancels_of_refusals: Cell<u64>,
+    cancels_of_cost_zero: Cell<u64>,
 }
 
 fn bump(counter: &Cell<u64>) {
     counter.set(counter.get() + 1);
 }
 
-/// Which reservations a sequence may cancel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cancels {
-    /// Any reservation not cancelled yet.
-    Any,
-    /// Only reservations booked since the last cancellation that gave something back on the
-    /// same state: between the booking and its cancellation the state only moved on by
-    /// admissions, the case [`Reservable::cancel_step`]'s argument covers.
-    BookedSinceTheLastGiveBack,
-}
-
-/// Runs `ops` on `target` from `first_ns` (keys `0..keys`), cancelling as `cancels` allows.
-/// With `models` (one per key), asserts that every reservation, check and cancellation agrees
-/// with the model. Returns the admissions of each key.
+/// Runs `ops` on `target` from `first_ns` (keys `0..keys`), cancelling in any order. With
+/// `models` (one per key), asserts that every reservation, check and cancellation agrees with
+/// the model. Returns the admissions of each key.
 #[allow(clippy::too_many_arguments)]
 fn run_sequence<'l>(
     target: &impl Target<'l>,
@@ -321,18 +405,16 @@ fn run_sequence<'l>(
     keys: usize,
     first_ns: u64,
     ops: &[RawOp],
-    cancels: Cancels,
     mut models: Option<&mut [Model]>,
     coverage: &Coverage,
 ) -> Result<Vec<Vec<Admission>>, TestCaseError> {
     let burst = quota.limit();
-    let interval_ns = (quota.period().as_nanos() / u128::from(quota.count())) as u64;
-    let tolerance_ns = burst * interval_ns;
+    let interval_ns = interval_ns(quota);
+    let tolerance_ns = tolerance_ns(quota);
     let mut now = first_ns;
     let mut made: Vec<Made<'l>> = Vec::new();
     let mut checks: Vec<(usize, Admission)> = Vec::new();
     let mut last_refusal_ns: Option<u64> = None;
-    let mut last_give_back: Vec<Option<usize>> = vec![None; keys];
     for (order, &op) in ops.iter().enumerate() {
         match op {
             RawOp::Reserve {
@@ -373,6 +455,13 @@ fn run_sequence<'l>(
                     }
                 } else {
                     bump(&coverage.refused);
+                    // Within its maximum wait: refused for the horizon alone.
+                    if start_ns == HORIZON_NS
+                        && quota.wait_ns(target.state_word(key), quota.instant(at(now)), cost)
+                            <= max_wait_ns.unwrap_or(u64::MAX)
+                    {
+                        bump(&coverage.refused_past_the_horizon);
+                    }
                     last_refusal_ns = Some(start_ns - now);
                 }
                 let mut booking = None;
@@ -392,12 +481,13 @@ fn run_sequence<'l>(
                     booking = expected.booking;
                 }
                 made.push(Made {
-                    order,
                     key,
                     granted,
                     cost,
+                    made_at_ns: now,
                     start_ns,
                     reservation: Some(reservation),
+                    undone: false,
                     booking,
                 });
             }
@@ -428,65 +518,95 @@ fn run_sequence<'l>(
                     bump(&coverage.denied_checks);
                 }
             }
-            RawOp::Cancel { pick } => {
-                // Mostly one that has not started yet.
+            RawOp::Cancel {
+                pick,
+                earlier_reading,
+            } => {
+                // The reading the cancellation is made with.
+                let reading = |entry: &Made| {
+                    if earlier_reading {
+                        entry.made_at_ns
+                    } else {
+                        now
+                    }
+                };
+                // Mostly one that has not started yet by that reading.
                 let only_pending = pick % 4 != 0;
                 let open: Vec<usize> = (0..made.len())
                     .filter(|&index| {
                         let entry = &made[index];
-                        let allowed = match cancels {
-                            Cancels::Any => true,
-                            Cancels::BookedSinceTheLastGiveBack => last_give_back[entry.key]
-                                .is_none_or(|give_back| entry.order > give_back),
-                        };
-                        allowed
-                            && entry.reservation.is_some()
-                            && (!only_pending || entry.start_ns > now)
+                        entry.reservation.is_some()
+                            && (!only_pending || entry.start_ns > reading(entry))
                     })
                     .collect();
                 if open.is_empty() {
                     continue;
                 }
-                let entry = &mut made[open[(pick / 4 % open.len() as u64) as usize]];
+                let index = open[(pick / 4 % open.len() as u64) as usize];
+                // Bookings made behind it on its key: still holding time, or undone.
+                let behind = || {
+                    let key = made[index].key;
+                    made[index + 1..]
+                        .iter()
+                        .filter(move |later| later.key == key)
+                };
+                let booked_behind = behind().any(Made::holds_time);
+                let undone_behind = behind().any(|later| later.undone);
+                let reading = reading(&made[index]);
+                let entry = &mut made[index];
                 let before = target.state_word(entry.key);
-                entry.reservation.take().unwrap().cancel_at(at(now));
+                entry.reservation.take().unwrap().cancel_at(at(reading));
                 let after = target.state_word(entry.key);
                 prop_assert!(after <= before, "a cancellation raised the state");
-                if after < before {
-                    last_give_back[entry.key] = Some(order);
-                }
-                if !entry.granted || entry.cost == 0 {
+                if !entry.granted {
+                    bump(&coverage.cancels_of_refusals);
                     prop_assert_eq!(after, before, "nothing was booked, nothing to give back");
                     continue;
                 }
-                if now >= entry.start_ns {
+                if entry.cost == 0 {
+                    bump(&coverage.cancels_of_cost_zero);
+                    prop_assert_eq!(after, before, "nothing was booked, nothing to give back");
+                    continue;
+                }
+                if reading >= entry.start_ns {
                     bump(&coverage.cancels_after_the_start);
                     prop_assert_eq!(after, before, "a started reservation gives nothing back");
                     continue;
                 }
                 let increment = u128::from(entry.cost) * u128::from(interval_ns);
-                // A whole-ns interval counts 16 ticks per ns in the state word.
                 let returned_ticks = u128::from(before - after);
-                let returned = match models.as_deref_mut() {
-                    Some(models) => {
-                        let (booked, increment) = entry.booking.unwrap();
-                        let returned = models[entry.key].cancel(booked, increment);
-                        prop_assert_eq!(
-                            returned_ticks,
-                            16 * returned,
-                            "op {}: cancel at {} of a reservation starting at {}",
-                            order,
-                            now,
-                            entry.start_ns
-                        );
-                        returned
+                if let Some(models) = models.as_deref_mut() {
+                    let returned = match entry.booking {
+                        Some((booked, increment)) => models[entry.key].cancel(booked, increment),
+                        None => 0,
+                    };
+                    prop_assert_eq!(
+                        returned_ticks,
+                        TICKS_PER_NS * returned,
+                        "op {}: cancel at {} of a reservation starting at {}",
+                        order,
+                        reading,
+                        entry.start_ns
+                    );
+                }
+                if returned_ticks == TICKS_PER_NS * increment {
+                    entry.undone = true;
+                    if undone_behind {
+                        bump(&coverage.cancels_undoing_a_chain);
+                    } else {
+                        bump(&coverage.cancels_undoing_the_latest);
                     }
-                    None => returned_ticks / 16,
-                };
-                match returned {
-                    0 => bump(&coverage.cancels_giving_back_nothing),
-                    returned if returned == increment => bump(&coverage.cancels_giving_back_all),
-                    _ => bump(&coverage.cancels_giving_back_part),
+                    if entry.start_ns <= now {
+                        bump(&coverage.cancels_undoing_with_an_earlier_reading);
+                    }
+                } else if returned_ticks == 0 {
+                    if booked_behind {
+                        bump(&coverage.cancels_out_of_order);
+                    } else {
+                        bump(&coverage.cancels_behind_a_check);
+                    }
+                } else {
+                    bump(&coverage.cancels_giving_back_part);
                 }
             }
             RawOp::Advance { kind, random } => {
@@ -509,6 +629,7 @@ fn run_sequence<'l>(
                     }
                     _ => random % (10 * tolerance_ns + 1),
                 };
+                now = now.min(HORIZON_NS);
             }
         }
     }
@@ -557,8 +678,8 @@ fn run_property(
 ) {
     let coverage = Coverage::default();
     let mut runner = TestRunner::new(proptest_config(cases));
-    let result = runner.run(&sequence(), |(quota, first_ns, ops)| {
-        test(quota, first_ns, &ops, &coverage)
+    let result = runner.run(&sequence(), |(quota, first, ops)| {
+        test(quota, first.reading_ns(&quota), &ops, &coverage)
     });
     if let Err(error) = result {
         panic!("{error}");
@@ -566,17 +687,22 @@ fn run_property(
     covered(&coverage);
 }
 
-/// The coverage every sequence property needs: reservations granted later and refused, checks
-/// denied, and cancellations of each kind.
+/// The coverage every direct sequence property needs: reservations granted later, refused
+/// (also for the horizon alone), checks denied, and cancellations of each kind.
 fn assert_every_case_was_exercised(coverage: &Coverage) {
     let counts = [
         coverage.granted_later.get(),
         coverage.refused.get(),
+        coverage.refused_past_the_horizon.get(),
         coverage.denied_checks.get(),
-        coverage.cancels_giving_back_all.get(),
-        coverage.cancels_giving_back_part.get(),
-        coverage.cancels_giving_back_nothing.get(),
+        coverage.cancels_undoing_the_latest.get(),
+        coverage.cancels_undoing_a_chain.get(),
+        coverage.cancels_undoing_with_an_earlier_reading.get(),
+        coverage.cancels_out_of_order.get(),
+        coverage.cancels_behind_a_check.get(),
         coverage.cancels_after_the_start.get(),
+        coverage.cancels_of_refusals.get(),
+        coverage.cancels_of_cost_zero.get(),
     ];
     assert!(counts.iter().all(|&count| count >= 50), "{coverage:?}");
 }
@@ -584,94 +710,157 @@ fn assert_every_case_was_exercised(coverage: &Coverage) {
 #[test]
 fn reservations_checks_and_cancellations_follow_the_model() {
     run_property(
-        1_500,
+        6_000,
         |quota, first_ns, ops, coverage| {
             let limiter = Limiter::with_clock(quota, ManualClock::new());
             let mut models = [Model::new(&quota)];
             let target = &limiter;
-            let (cancels, models) = (Cancels::Any, Some(&mut models[..]));
-            run_sequence(&target, &quota, 1, first_ns, ops, cancels, models, coverage)?;
+            let models = Some(&mut models[..]);
+            run_sequence(&target, &quota, 1, first_ns, ops, models, coverage)?;
+            Ok(())
+        },
+        |coverage| {
+            assert_every_case_was_exercised(coverage);
+            assert_eq!(coverage.cancels_giving_back_part.get(), 0);
+        },
+    );
+}
+
+#[test]
+fn cancellations_in_any_order_never_leave_the_limiter_looser_than_the_quota() {
+    // No model: whatever the cancellation rule, what a direct limiter still admits after
+    // cancellations in any order (with current or earlier readings) must conform to the
+    // quota.
+    run_property(
+        6_000,
+        |quota, first_ns, ops, coverage| {
+            let limiter = Limiter::with_clock(quota, ManualClock::new());
+            let target = &limiter;
+            let admitted = run_sequence(&target, &quota, 1, first_ns, ops, None, coverage)?;
+            for admitted in admitted {
+                assert_the_replay_is_admitted(&quota, admitted)?;
+            }
             Ok(())
         },
         assert_every_case_was_exercised,
     );
 }
 
-/// Runs `ops` on a direct limiter, cancelling as `cancels` allows, and replays what it still
-/// admits through a fresh one. No model: whatever the cancellation rule, what is still
-/// admitted must conform to the quota.
-fn assert_the_admitted_requests_conform(
-    quota: Gcra,
-    first_ns: u64,
-    ops: &[RawOp],
-    cancels: Cancels,
-    coverage: &Coverage,
-) -> Result<(), TestCaseError> {
-    let limiter = Limiter::with_clock(quota, ManualClock::new());
-    let target = &limiter;
-    let admitted = run_sequence(&target, &quota, 1, first_ns, ops, cancels, None, coverage)?;
-    for admitted in admitted {
-        assert_the_replay_is_admitted(&quota, admitted)?;
-    }
-    Ok(())
-}
-
-#[test]
-fn cancellations_never_leave_the_limiter_looser_than_the_quota() {
-    // Each cancellation gives back against a state that only admissions moved on since its
-    // reservation was booked (any number of such cancellations, one after another).
-    run_property(
-        1_500,
-        |quota, first_ns, ops, coverage| {
-            let cancels = Cancels::BookedSinceTheLastGiveBack;
-            assert_the_admitted_requests_conform(quota, first_ns, ops, cancels, coverage)
-        },
-        assert_every_case_was_exercised,
-    );
-}
-
-#[test]
-#[ignore = "fails: cancelling a reservation booked before a cancellation that gave something \
-            back gives back too much (see cancelling_the_later_booking_first_stays_within_the_quota)"]
-fn cancellations_in_any_order_never_leave_the_limiter_looser_than_the_quota() {
-    // The same, cancelling any reservation in any order.
-    run_property(
-        1_500,
-        |quota, first_ns, ops, coverage| {
-            assert_the_admitted_requests_conform(quota, first_ns, ops, Cancels::Any, coverage)
-        },
-        assert_every_case_was_exercised,
-    );
-}
-
-#[test]
-#[ignore = "fails: the cancellation rule counts what was added since a booking from the state, \
-            which a later booking's cancellation lowered"]
-fn cancelling_the_later_booking_first_stays_within_the_quota() {
-    // One per second, bursts of 4, every call at 0 s: book 4 (starts now), A: 4 (at 4 s),
-    // B: 4 (at 8 s), X: 1 (at 9 s). Cancelling B gives back 3 s (X depends on 1 s of it).
-    // Cancelling A then sees only 2 s added since its booking (B's 4 and X's 1, less the 3 B
-    // gave back) and gives back 2 s of its 4: the state no longer accounts for X, still booked
-    // at 9 s. So 4 more are booked at 8 s and 1 more at 9 s: with X, six units start within
-    // [8 s, 9 s], where the quota allows 5 (and a fresh limiter replaying them denies the
-    // last).
+/// A 1-per-second, burst-4 limiter on a manual clock at 0 s.
+fn one_per_second_burst_4() -> Limiter<Gcra, ManualClock> {
     let quota = Gcra::per_second(1).unwrap().with_burst(4).unwrap();
-    let limiter = Limiter::with_clock(quota, ManualClock::new());
+    Limiter::with_clock(quota, ManualClock::new())
+}
+
+/// Replays `(start in s, cost)` through a fresh limiter on `quota`, in order of start: each
+/// must be admitted.
+fn assert_conforms(quota: Gcra, mut admitted: Vec<(u64, u64)>) {
+    admitted.sort_unstable();
+    let replay = Limiter::with_clock(quota, ManualClock::new());
+    for &(start_s, cost) in &admitted {
+        let request = Request::cost(cost).at(at(start_s * SECOND_NS));
+        assert!(
+            replay.check_with(request).unwrap().is_allowed(),
+            "{cost} at {start_s} s, replaying {admitted:?}"
+        );
+    }
+}
+
+#[test]
+fn cancelling_the_later_booking_first_stays_within_the_quota() {
+    // The order that made the first rule (Go's partial give-back, measured from the state
+    // word) over-admit. One per second, bursts of 4, every call at 0 s: book 4 (starts now),
+    // A: 4 (at 4 s), B: 4 (at 8 s), X: 1 (at 9 s). Under that rule cancelling B gave back
+    // 3 s and then A 2 s, and the next bookings of 4 and 1 started at 8 s and 9 s: with X, six
+    // units in [8 s, 9 s] where the quota allows 5. Now X is booked behind both: neither gives
+    // anything back, and the next bookings queue behind X.
+    let limiter = one_per_second_burst_4();
     let book = |cost: u64| limiter.reserve_with(Request::cost(cost)).unwrap();
-    let starts = [book(4), book(4), book(4), book(1)].map(|reservation| reservation.delay());
-    let [_, a, b, x] = [book(0), book(0), book(0), book(0)];
-    drop((a, b, x));
-    let _ = starts;
-    unreachable!()
+    let first = book(4);
+    let a = book(4);
+    let b = book(4);
+    let x = book(1);
+    let delays = [&first, &a, &b, &x].map(|reservation| reservation.delay().as_secs());
+    assert_eq!(delays, [0, 4, 8, 9]);
+    let word = limiter.peek().state_word();
+    b.cancel();
+    a.cancel();
+    assert_eq!(limiter.peek().state_word(), word);
+    let mut admitted = vec![(0, 4), (4, 4), (8, 4), (9, 1)];
+    let mut next = Vec::new();
+    for cost in [4, 1] {
+        let reservation = book(cost);
+        next.push(reservation.delay().as_secs());
+        admitted.push((reservation.delay().as_secs(), cost));
+    }
+    assert_eq!(next, [13, 14]);
+    assert_conforms(*limiter.quota(), admitted);
+}
+
+#[test]
+fn cancelling_latest_first_undoes_the_whole_chain() {
+    // The same bookings, cancelled X, B, A: each is the latest when cancelled, and gives all
+    // of its cost back; the limiter is as it was after the first booking.
+    let limiter = one_per_second_burst_4();
+    let book = |cost: u64| limiter.reserve_with(Request::cost(cost)).unwrap();
+    let _first = book(4);
+    let word = limiter.peek().state_word();
+    let [a, b, x] = [book(4), book(4), book(1)];
+    x.cancel();
+    b.cancel();
+    a.cancel();
+    assert_eq!(limiter.peek().state_word(), word);
+    let delays = [book(4), book(1)].map(|reservation| reservation.delay().as_secs());
+    assert_eq!(delays, [4, 5]);
+    assert_conforms(*limiter.quota(), vec![(0, 4), (4, 4), (5, 1)]);
+}
+
+#[test]
+fn a_cancellation_with_a_stale_reading_after_admissions_since_gives_nothing_back() {
+    // One per ms, bursts of 10. Booked at 0 ms: 10 now, and 10 more starting at 10 ms (the
+    // state: 20 ms). At 21 ms a check of 5 passes (the state: 26 ms). The caller then cancels
+    // the second booking with a reading it took at 5 ms, before its start: the check is
+    // booked behind it, so nothing is given back (the first rule gave back 4 ms, and 9 more
+    // units passed at 21 ms: 14 in the burst of 10). At 21 ms exactly 5 more pass.
+    let quota = Gcra::per_second(1_000).unwrap().with_burst(10).unwrap();
+    let limiter = Limiter::with_clock(quota, ManualClock::new());
+    let request = |cost: u64, at_ms: u64| Request::cost(cost).at(at(at_ms * MILLISECOND_NS));
+    let _first = limiter.reserve_with(request(10, 0)).unwrap();
+    let later = limiter.reserve_with(request(10, 0)).unwrap();
+    assert_eq!(later.start(), at(10 * MILLISECOND_NS));
+    assert!(limiter.check_with(request(5, 21)).unwrap().is_allowed());
+    let word = limiter.peek().state_word();
+    later.cancel_at(at(5 * MILLISECOND_NS));
+    assert_eq!(limiter.peek().state_word(), word);
+    assert!(limiter.check_with(request(9, 21)).unwrap().is_denied());
+    assert!(limiter.check_with(request(5, 21)).unwrap().is_allowed());
+    assert!(limiter.check_with(request(1, 21)).unwrap().is_denied());
+}
+
+#[test]
+fn a_stale_reading_undoes_the_latest_booking_exactly() {
+    // The same limiter, nothing admitted since the second booking: cancelled with the 5 ms
+    // reading at 21 ms (after its start on the clock), it is undone, and the limiter decides
+    // as if it had never been booked: 10 pass at 21 ms, and no more.
+    let quota = Gcra::per_second(1_000).unwrap().with_burst(10).unwrap();
+    let limiter = Limiter::with_clock(quota, ManualClock::starting_at(at(21 * MILLISECOND_NS)));
+    let request = |cost: u64, at_ms: u64| Request::cost(cost).at(at(at_ms * MILLISECOND_NS));
+    let _first = limiter.reserve_with(request(10, 0)).unwrap();
+    let word = limiter.peek().state_word();
+    let later = limiter.reserve_with(request(10, 0)).unwrap();
+    later.cancel_at(at(5 * MILLISECOND_NS));
+    assert_eq!(limiter.peek().state_word(), word);
+    assert!(limiter.check_with(request(10, 21)).unwrap().is_allowed());
+    assert!(limiter.check_with(request(1, 21)).unwrap().is_denied());
 }
 
 #[test]
 fn keys_book_and_cancel_independently() {
     // Three keys in a table with room for all: each follows its own model, whatever the
-    // others do.
+    // others do (its first booking, which inserted it, gives nothing back).
     const KEYS: usize = 3;
     run_property(
-        800,
+        3_000,
         |quota, first_ns, ops, coverage| {
             let table = KeyedLimiter::builder(quota)
                 .capacity(64)
@@ -680,16 +869,17 @@ fn keys_book_and_cancel_independently() {
                 .exact_keys()
                 .build()
                 .unwrap();
-            let mut models = vec![Model::new(&quota); KEYS];
+            let mut models = vec![Model::new_key(&quota); KEYS];
             let target = Keyed(&table);
-            let (cancels, models) = (Cancels::Any, Some(&mut models[..]));
-            run_sequence(
-                &target, &quota, KEYS, first_ns, ops, cancels, models, coverage,
-            )?;
+            let models = Some(&mut models[..]);
+            run_sequence(&target, &quota, KEYS, first_ns, ops, models, coverage)?;
             prop_assert_eq!(table.stats().reclaims + table.stats().evictions, 0);
             Ok(())
         },
-        assert_every_case_was_exercised,
+        |coverage| {
+            assert_every_case_was_exercised(coverage);
+            assert_eq!(coverage.cancels_giving_back_part.get(), 0);
+        },
     );
 }
 
@@ -747,9 +937,10 @@ proptest! {
 
     /// On any state, reading, cost and maximum wait: a booking never writes a slot marker
     /// (`u64::MAX`, `u64::MAX − 1`) and never moves the state back; a cost above the burst is
-    /// denied; a granted booking starts no later than its maximum wait; every method runs
-    /// without overflow (the test profile keeps overflow checks); and a cancellation only
-    /// lowers the state, never below the word the reservation replaced.
+    /// denied; a granted booking starts no later than its maximum wait, nor past the horizon;
+    /// every method runs without overflow (the test profile keeps overflow checks); and
+    /// cancelling a booking while it is the latest restores the word it replaced (or the
+    /// reading, if later), exactly.
     #[test]
     fn reservation_steps_keep_their_invariants_on_any_input(
         (quota, cost) in proptest::sample::select(assorted_quotas())
@@ -776,17 +967,48 @@ proptest! {
                 max_wait,
                 now
             );
+            prop_assert!(start_ns <= HORIZON_NS, "starts at {} ns, past the horizon", start_ns);
+            // Cancelled while it is the latest booking, it is undone.
+            let increment = quota.increment_ticks(cost);
+            let undone = if increment == 0 { Step::Deny } else { Step::Allow(state.max(instant.ticks())) };
+            prop_assert_eq!(Gcra::cancel_step(word, word, increment), undone);
+            // Behind a later booking, it gives nothing back.
+            if let Step::Allow(later) = quota.reserve_step(word, instant, 1, u64::MAX) {
+                prop_assert_eq!(Gcra::cancel_step(later, word, increment), Step::Deny);
+            }
         }
         let _ = quota.wait_ns(state, instant, cost);
         let _ = quota.start_ns(state, instant);
-        // A booked word is at least its increment (it is `max(tat, now) + n·T`).
-        let increment = quota.increment_ticks(cost.min(quota.limit()));
-        let booked = booked.max(increment);
-        if let Step::Allow(word) = Gcra::cancel_step(state, booked, increment) {
-            prop_assert!(word < state);
-            prop_assert!(word >= state.saturating_sub(increment));
-            prop_assert!(word >= booked.saturating_sub(increment));
-        }
+        let _ = quota.start_ns(booked, instant);
+    }
+
+    /// The cancellation step on any words and increments, including ones no booking writes
+    /// (`booked < increment`): never a panic or an underflow (the test profile keeps overflow
+    /// checks), and exactly the documented rule: `booked − increment` iff the state is still
+    /// `booked` and there is something to give back, else nothing.
+    #[test]
+    fn the_cancellation_step_is_an_exact_undo_on_any_input(
+        state in any_state(),
+        booked in any_state(),
+        increment in prop_oneof![
+            2 => any::<u64>(),
+            1 => Just(0u64),
+            1 => 0..=16u64,
+            1 => Just(u64::MAX),
+        ],
+        same in any::<bool>(),
+        smaller in any::<bool>(),
+    ) {
+        // Half the time the state is the booked word; some of the time the booking is smaller
+        // than its increment, a word no booking writes.
+        let booked = if smaller { booked % increment.max(1) } else { booked };
+        let state = if same { booked } else { state };
+        let expected = if state == booked && increment > 0 && booked >= increment {
+            Step::Allow(booked - increment)
+        } else {
+            Step::Deny
+        };
+        prop_assert_eq!(Gcra::cancel_step(state, booked, increment), expected);
     }
 
     /// `max_wait_ticks` rounds down: the wait it allows, converted back to nanoseconds
@@ -863,21 +1085,34 @@ fn latest_bookable_state(quota: &Gcra, now: <Gcra as Quota>::Instant, cost: u64)
 }
 
 #[test]
-fn words_stay_clear_of_the_slot_markers_at_the_horizon_with_the_longest_wait() {
+fn words_stay_clear_of_the_slot_markers_with_the_longest_wait_up_to_the_horizon() {
+    // The largest words are booked by the longest waits from the latest readings: from 5
+    // years before the horizon, the wait is cut at the horizon (at least 4.5 years); from
+    // the horizon, nothing may wait at all.
+    let five_years_before = HORIZON_NS - 5 * YEAR_NS;
     for quota in assorted_quotas() {
-        let now = quota.instant(Timestamp::HORIZON);
-        for cost in [1, quota.limit()] {
-            let state = latest_bookable_state(&quota, now, cost);
-            let longest = quota.max_wait_ticks(Duration::MAX);
-            let Step::Allow(word) = quota.reserve_step(state, now, cost, longest) else {
-                unreachable!()
-            };
-            assert!(word < u64::MAX - 1, "{quota:?}: {word:#x}");
-            // It waits (about) the longest a state can book.
-            let wait_ns = quota.wait_ns(state, now, cost);
-            assert!(wait_ns >= 4 * YEAR_NS + YEAR_NS / 2, "{quota:?}: {wait_ns}");
-            // A later booking on that word is refused: the chain stops there.
-            assert_eq!(quota.reserve_step(word, now, 1, longest), Step::Deny);
+        for reading_ns in [0, five_years_before, HORIZON_NS - SECOND_NS, HORIZON_NS] {
+            let now = quota.instant(at(reading_ns));
+            for cost in [1, quota.limit()] {
+                let state = latest_bookable_state(&quota, now, cost);
+                let longest = quota.max_wait_ticks(Duration::MAX);
+                let Step::Allow(word) = quota.reserve_step(state, now, cost, longest) else {
+                    unreachable!()
+                };
+                assert!(word < u64::MAX - 1, "{quota:?}: {word:#x}");
+                let start_ns = quota.start_ns(word, now);
+                assert!(start_ns <= HORIZON_NS, "{quota:?}: starts at {start_ns} ns");
+                assert!(start_ns >= reading_ns);
+                let wait_ns = quota.wait_ns(state, now, cost);
+                // It waits (about) the longest a state can book, or up to (about) the horizon.
+                let room_ns = HORIZON_NS - reading_ns;
+                assert!(
+                    wait_ns >= (4 * YEAR_NS + YEAR_NS / 2).min(room_ns.saturating_sub(SECOND_NS)),
+                    "{quota:?} from {reading_ns} ns: {wait_ns}"
+                );
+                // A later booking on that word is refused: the chain stops there.
+                assert_eq!(quota.reserve_step(word, now, 1, longest), Step::Deny);
+            }
         }
     }
 }
@@ -1009,7 +1244,7 @@ fn gap_from(raw: u64, quota: &Gcra) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(proptest_config(1_000))]
+    #![proptest_config(proptest_config(3_000))]
 
     /// A refused reservation reports the wait it would have needed: asked again with that
     /// wait as its maximum, it is granted (at that start; with an interval that is not a
@@ -1173,8 +1408,8 @@ fn a_cancellation_for_an_evicted_key_leaves_its_successor_alone() {
     assert_eq!(b_reservation.start(), at(11 * MILLISECOND_NS));
     assert_eq!(table.stats().evictions, 1);
     let b_word = table.peek(&b).state_word();
-    // A cancels before its start. Had the cancellation reached B's slot, it would have given
-    // back 9 of A's 10 ms (B added only 1 ms since), and B's next unit would start at 3 ms.
+    // A cancels before its start. A's key is gone: nothing is given back, to anyone (B's word
+    // is above every word A wrote, so no undo of A's could apply to it either).
     a_pending.cancel_at(at(MILLISECOND_NS));
     assert_eq!(table.peek(&b).state_word(), b_word);
     assert_eq!(book(&table, b, 1, 0).start(), at(12 * MILLISECOND_NS));
@@ -1220,4 +1455,203 @@ fn a_cancellation_for_a_reclaimed_key_leaves_its_successor_alone() {
         assert!(table.check_at(&b, at(now_ns)).is_allowed());
     }
     assert!(table.check_at(&b, at(now_ns)).is_denied());
+}
+
+#[test]
+fn a_keys_first_booking_after_an_eviction_gives_nothing_back() {
+    // What this asserts: the booking that inserted a key, over an evicted live entry, waits
+    // behind the inherited state but is not cancellable: undoing it would return the slot to
+    // the evicted key's word.
+    //
+    // The table of `a_cancellation_for_an_evicted_key_leaves_its_successor_alone`: B evicts A
+    // (A's state: 20 ms) and books 1 unit, starting at 11 ms (B's state: 21 ms).
+    let quota = Gcra::per_second(1_000).unwrap().with_burst(10).unwrap();
+    let clock = ManualClock::new();
+    let table = eight_slots(quota, WhenFull::EvictClosestToFresh, &clock);
+    let a = 0u64;
+    let _a_now = book(&table, a, 10, 0);
+    let _a_pending = book(&table, a, 10, 0);
+    let a_word = table.peek(&a).state_word();
+    for key in 1..=7u64 {
+        for cost in [10, 10, 1] {
+            let _ = book(&table, key, cost, 0);
+        }
+    }
+    let b = 100u64;
+    let b_first = book(&table, b, 1, 0);
+    assert_eq!(b_first.start(), at(11 * MILLISECOND_NS));
+    assert_eq!(table.stats().evictions, 1);
+    let b_word = table.peek(&b).state_word();
+    // Cancelled before its start (the clock reads 0): B's word stays, it does not return to
+    // A's 20 ms, and B's next unit still queues behind it, at 12 ms.
+    b_first.cancel();
+    assert_eq!(table.peek(&b).state_word(), b_word);
+    assert_ne!(table.peek(&b).state_word(), a_word);
+    let b_second = book(&table, b, 1, 0);
+    assert_eq!(b_second.start(), at(12 * MILLISECOND_NS));
+    // B's later bookings are its own: the latest one is undone.
+    b_second.cancel();
+    assert_eq!(table.peek(&b).state_word(), b_word);
+    assert_eq!(book(&table, b, 1, 0).start(), at(12 * MILLISECOND_NS));
+}
+
+#[test]
+fn a_keys_first_booking_on_a_vacant_slot_gives_nothing_back_even_with_an_earlier_reading() {
+    // A key's first booking over a vacant slot starts at once; cancelled with a reading from
+    // before that (so before its start), it still gives nothing back: the key keeps the whole
+    // burst it booked, and nothing more passes.
+    let quota = Gcra::per_second(1_000).unwrap().with_burst(10).unwrap();
+    let clock = ManualClock::new();
+    let table = eight_slots(quota, WhenFull::EvictClosestToFresh, &clock);
+    let now_ns = 5 * MILLISECOND_NS;
+    let first = book(&table, 1, 10, now_ns);
+    assert_eq!(first.start(), at(now_ns));
+    let word = table.peek(&1).state_word();
+    first.cancel_at(Timestamp::ORIGIN);
+    assert_eq!(table.peek(&1).state_word(), word);
+    assert!(table.check_at(&1, at(now_ns)).is_denied());
+}
+
+#[test]
+fn a_returning_keys_old_reservation_leaves_its_new_state_alone() {
+    // What this asserts: a reservation made before its key was evicted gives nothing back
+    // when cancelled after the key has come back (inserted again, over another key's slot):
+    // the key's new state started from another key's word, and undoing the old booking on it
+    // could return the slot to a word the other key held (ABA). Once a shard has reassigned a
+    // slot, no reservation booked in it before gives anything back, so the words the slot
+    // held under other keys cannot come back.
+    //
+    // 1 per ms, bursts of 10, every call at 0 ms. A (key 0) books 10 now and 10 more starting
+    // at 10 ms (its state: 20 ms). Keys 1..=7 book 10, 10 and 1 (21 ms). Key 100 evicts A (the
+    // closest to fresh). Key 1's latest booking is cancelled after that eviction: nothing is
+    // given back (the shard reassigned a slot since it was booked). A returns, evicting a key
+    // at 21 ms, and books 1 unit (22 ms: its start is 12 ms).
+    let quota = Gcra::per_second(1_000).unwrap().with_burst(10).unwrap();
+    let clock = ManualClock::new();
+    let table = eight_slots(quota, WhenFull::EvictClosestToFresh, &clock);
+    let a = 0u64;
+    let _a_now = book(&table, a, 10, 0);
+    let a_pending = book(&table, a, 10, 0);
+    assert_eq!(a_pending.start(), at(10 * MILLISECOND_NS));
+    // Every word a slot held under a key other than A.
+    let mut other_words = Vec::new();
+    let mut key_1_latest = None;
+    for key in 1..=7u64 {
+        for cost in [10, 10, 1] {
+            let reservation = book(&table, key, cost, 0);
+            other_words.push(table.peek(&key).state_word());
+            if key == 1 && cost == 1 {
+                key_1_latest = Some(reservation);
+            }
+        }
+    }
+    let _b = book(&table, 100, 1, 0);
+    other_words.push(table.peek(&100).state_word());
+    assert_eq!(table.stats().evictions, 1);
+    let key_1_word = table.peek(&1).state_word();
+    key_1_latest.unwrap().cancel();
+    assert_eq!(
+        table.peek(&1).state_word(),
+        key_1_word,
+        "nothing given back after an eviction"
+    );
+    let a_back = book(&table, a, 1, 0);
+    assert_eq!(table.stats().evictions, 2);
+    assert_eq!(a_back.start(), at(12 * MILLISECOND_NS));
+    let a_word = table.peek(&a).state_word();
+    // A's old reservation is cancelled before its start: A's new state keeps its word, and
+    // A's next unit starts at 13 ms.
+    a_pending.cancel_at(at(MILLISECOND_NS));
+    let after = table.peek(&a).state_word();
+    assert_eq!(after, a_word);
+    assert!(
+        !other_words.contains(&after),
+        "A's word {after} is one another key held"
+    );
+    assert_eq!(book(&table, a, 1, 0).start(), at(13 * MILLISECOND_NS));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The time horizon
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn reservations_at_and_near_the_horizon_are_refused_past_it() {
+    // One per second, bursts of 1. At the horizon a reservation that starts at once is
+    // granted (a check there passes too); one that would start later would start past it:
+    // refused, booking nothing (not granted with a start clamped to the horizon, a delay of
+    // zero).
+    let quota = Gcra::per_second(1).unwrap();
+    let limiter = Limiter::with_clock(quota, ManualClock::starting_at(Timestamp::HORIZON));
+    let first = limiter.reserve();
+    assert!(first.is_granted());
+    assert_eq!(first.start(), Timestamp::HORIZON);
+    let word = limiter.peek().state_word();
+    for request in [Request::new(), Request::new().max_wait(Duration::MAX)] {
+        let refused = limiter.reserve_with(request).unwrap();
+        assert!(refused.is_refused());
+        // Its start can be no later than the horizon: the delay it reports is cut there.
+        assert_eq!(refused.start(), Timestamp::HORIZON);
+        refused.cancel();
+    }
+    assert!(matches!(limiter.wait(), Err(WaitError::TooLong { .. })));
+    assert_eq!(limiter.peek().state_word(), word);
+    // From 2 s before: at once, in 1 s, in 2 s (at the horizon), then refused.
+    let limiter = Limiter::with_clock(
+        quota,
+        ManualClock::starting_at(at(HORIZON_NS - 2 * SECOND_NS)),
+    );
+    let outcomes: Vec<(bool, u64)> = (0..5)
+        .map(|_| {
+            let reservation = limiter.reserve();
+            (reservation.is_granted(), reservation.delay().as_secs())
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [(true, 0), (true, 1), (true, 2), (false, 2), (false, 2)]
+    );
+    // A keyed limiter the same, per key.
+    let table = KeyedLimiter::<u64, _>::builder(quota)
+        .capacity(8)
+        .clock(ManualClock::starting_at(at(HORIZON_NS - SECOND_NS)))
+        .build()
+        .unwrap();
+    for key in [1, 2] {
+        let granted: Vec<bool> = (0..3).map(|_| table.reserve(&key).is_granted()).collect();
+        assert_eq!(granted, [true, true, false]);
+    }
+}
+
+proptest! {
+    #![proptest_config(proptest_config(2_000))]
+
+    /// From any reading in the last few tolerances before the horizon, a run of reservations
+    /// with no maximum wait is granted exactly while its start is at or before the horizon,
+    /// each start where the quota puts it (`max(tat, now) + n·T − tau`, in the model's ns), and
+    /// the refusals book nothing.
+    #[test]
+    fn near_the_horizon_reservations_are_granted_exactly_up_to_it(
+        quota in whole_ns_quota(),
+        before in any::<u64>(),
+        costs in prop::collection::vec(any::<u64>(), 1..40),
+    ) {
+        let now_ns = HORIZON_NS - before % (5 * tolerance_ns(&quota) + 1);
+        let limiter = Limiter::with_clock(quota, ManualClock::starting_at(at(now_ns)));
+        let mut model = Model::new(&quota);
+        for raw in costs {
+            let cost = 1 + raw % quota.limit();
+            let expected = model.reserve(u128::from(now_ns), cost, None);
+            let word = limiter.peek().state_word();
+            let reservation = limiter.reserve_with(Request::cost(cost)).unwrap();
+            prop_assert_eq!(
+                (reservation.is_granted(), u128::from(reservation.start().as_ns())),
+                (expected.granted, expected.start_ns)
+            );
+            prop_assert!(reservation.start().as_ns() <= HORIZON_NS);
+            if reservation.is_refused() {
+                prop_assert_eq!(limiter.peek().state_word(), word);
+            }
+        }
+    }
 }

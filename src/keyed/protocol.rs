@@ -53,13 +53,13 @@
 use super::key_mode::KeyMode;
 use super::placement::Placement;
 use super::slot::{SlotOps, RESERVED, VACANT};
-use super::table::TableEvent;
+use super::table::{Table, TableEvent};
 use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;
 use crate::decision::{Decision, Refusal};
 use crate::driver::{self, Applied, Attempt};
-use crate::operation::Operation;
-use crate::quota::{Quota, Step};
+use crate::operation::{GiveBack, Operation};
+use crate::quota::{Quota, Reservable, Step};
 use crate::request::JudgingLead;
 use crate::sync::{fence, Ordering};
 use crate::throttle::KeyIdentity;
@@ -231,6 +231,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         let named = KeyIdentity {
             hash,
             words: M::Slot::identity_words(&identity),
+            // Read before the booking's compare-and-swap: a reassignment of the key's slot
+            // after the booking is counted after this read (see `Table::reassignments`).
+            reassignments: self.table.reassignments(self.table.place(hash).shard),
         };
         let decision = if cost == 0 {
             self.peek_decision(key, quota, 0, now)
@@ -240,17 +243,22 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         (decision, named)
     }
 
-    /// Applies `operation` to the state of the key a reservation named, if the table still
-    /// holds it.
+    /// Applies `undo` to the state of the key a reservation named, if the table still holds it
+    /// and its shard has reassigned no slot since the booking.
     #[cold]
-    pub(crate) fn apply_to_named_key(
-        &self,
-        operation: impl Operation<Q>,
-        key: &KeyIdentity,
-        now: Q::Instant,
-    ) {
+    pub(crate) fn undo_for_named_key(&self, undo: GiveBack, key: &KeyIdentity, now: Q::Instant)
+    where
+        Q: Reservable,
+    {
         let identity = M::Slot::identity_from_words(key.words);
-        self.apply_if_present(operation, key.hash, identity, now);
+        let shard = self.table.place(key.hash).shard;
+        let within_stay = UndoWithinStay {
+            undo,
+            table: &self.table,
+            shard,
+            reassignments: key.reassignments,
+        };
+        self.apply_if_present(within_stay, key.hash, identity, now);
     }
 
     /// Applies `operation` to the state of the key identified by `hash` and `identity`, if the
@@ -361,7 +369,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             }
             self.table.set_hint(placement, slot);
             publish(slot, identity, first_state);
-            return Decision::new(true, cost, first_state, now, *quota);
+            return Decision::inserted(cost, first_state, now, *quota);
         }
     }
 
@@ -445,6 +453,36 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     pub fn lookup_hint(&self, key: &K) -> u8 {
         let (hash, _) = M::identify(&self.hasher, key);
         self.table.place(hash).hint
+    }
+}
+
+/// A cancellation on a keyed slot: undoes the booking only while the key's shard has
+/// reassigned no slot since it (a key evicted while its reservation was pending may come back
+/// with a state that happens to equal the word the booking wrote; undoing it then could return
+/// the slot to a value another key held).
+struct UndoWithinStay<'table, S> {
+    undo: GiveBack,
+    table: &'table Table<S>,
+    shard: usize,
+    reassignments: u64,
+}
+
+impl<S> Clone for UndoWithinStay<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for UndoWithinStay<'_, S> {}
+
+impl<S: SlotOps, Q: Reservable> Operation<Q> for UndoWithinStay<'_, S> {
+    #[inline]
+    fn step(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step {
+        // Called on a state loaded with Acquire ordering (see `Table::reassignments`).
+        if self.table.reassignments(self.shard) != self.reassignments {
+            return Step::Deny;
+        }
+        self.undo.step(quota, state, now, cost)
     }
 }
 

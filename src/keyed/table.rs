@@ -266,6 +266,20 @@ impl<S: SlotOps> Table<S> {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// How many slots of `shard` have been reassigned from one key to another (reclaims and
+    /// evictions). Each is counted after its slot is claimed and before the new key's first
+    /// state is published.
+    #[inline]
+    pub(super) fn reassignments(&self, shard: usize) -> u64 {
+        let writer = &self.shards[shard].writer;
+        // ORDERING: Relaxed. A caller that has loaded (with Acquire) a state published after a
+        // reassignment sees its count, the count being sequenced before that Release store;
+        // one that loads before its own compare-and-swap on a slot cannot see a reassignment
+        // that claims the slot from the value that CAS wrote (read-write coherence through the
+        // slot's release sequence).
+        writer.reclaims.load(Ordering::Relaxed) + writer.evictions.load(Ordering::Relaxed)
+    }
+
     pub(super) fn stats(&self) -> KeyedStats {
         // ORDERING: Relaxed loads of statistics; no other memory depends on them.
         let sum = |counter: fn(&ShardWriter) -> &AtomicU64| {

@@ -487,6 +487,11 @@ impl Reservable for Gcra {
         if wait_ticks > max_wait_ticks.min(MAX_WAIT_TICKS) {
             return Step::Deny;
         }
+        // A start past the time horizon could not be reported (nor waited for) on the clock:
+        // refused, as a check there is. `now + wait` fits: both are below 2^63.
+        if now.0 + wait_ticks > self.instant(Timestamp::HORIZON).0 {
+            return Step::Deny;
+        }
         // `base + n·T` is `now + wait + tau` when it waits, at most `now + tau` otherwise.
         Step::Allow(base + increment)
     }
@@ -518,15 +523,14 @@ impl Reservable for Gcra {
 
     #[inline]
     fn cancel_step(state: u64, booked: u64, increment_ticks: u64) -> Step {
-        // `state − booked` is what admissions since the reservation added on top of it: they
-        // were scheduled behind it and depend on that much of its increment.
-        let Some(added_since) = state.checked_sub(booked) else {
-            // Another cancellation already took the word below this booking: keep it.
+        if state != booked || increment_ticks == 0 {
+            // Something admitted since is booked behind it (or there is nothing to give).
             return Step::Deny;
-        };
-        match increment_ticks.checked_sub(added_since) {
-            Some(returned) if returned > 0 => Step::Allow(state - returned),
-            _ => Step::Deny,
+        }
+        match booked.checked_sub(increment_ticks) {
+            Some(restored) => Step::Allow(restored),
+            // Not a word this booking can have written.
+            None => Step::Deny,
         }
     }
 }

@@ -59,19 +59,31 @@ pub trait Reservable: Quota {
     /// The cancellation step, for a reservation that wrote `booked` by adding
     /// `increment_ticks`, applied to the current `state` before the reservation starts.
     ///
-    /// Gives back the part of the increment that no later admission depends on: everything
-    /// admitted since was scheduled behind the reservation, so the state moved on from
-    /// `booked` by `state − booked` on their account, and only `increment − (state − booked)`
-    /// is returned, if positive (the rule of Go's `x/time/rate`). Denies (writes nothing)
-    /// when nothing is left to give back, or when the state is already below `booked`.
+    /// Undoes the booking exactly, giving back its whole cost, if it is still the latest one:
+    /// the state is the word it wrote (nothing admitted since is still booked behind it).
+    /// Otherwise denies, writing nothing: requests admitted since were scheduled behind it and
+    /// keep their start times, so the time it held stays booked.
     ///
-    /// Why this is never looser than if the reservation had not been made: every admission
-    /// since came before the reservation's start, so while the state was ahead of its time,
-    /// and moved the state on by exactly its own increment. Without the reservation each would
-    /// have done the same from a state lower by `increment`, leaving `state − increment`. The
-    /// restored state is `state − increment + (state − booked)`: never below that, and never
-    /// below the word the reservation replaced (`booked − increment` or less), so a keyed
-    /// slot's word never returns to a value it held under another key.
+    /// Why the undo is never looser than if the reservation had not been made: it restores
+    /// `booked − increment`, which is `max(previous, now)` for the word `previous` the
+    /// reservation replaced and its reading `now`; every decision from then on, at a time no
+    /// earlier than `now`, is the one `previous` would give. Cancelling several reservations
+    /// latest first undoes them all; in any other order, each one that finds another booked
+    /// behind it gives nothing back.
+    ///
+    /// Go's `x/time/rate` also gives back part of a cost when the requests admitted since used
+    /// less than it: the cost less what they added. It measures that from the start of the
+    /// latest reservation, which it keeps beside its tokens. Measured from the one state word
+    /// instead, after another cancellation has lowered it, the part is overstated: with a rate
+    /// of 1 per second and a burst of 4, booking 4, then A = 4, B = 4 and X = 1 at 0 s, then
+    /// cancelling B and A, would give back 3 s and then 2 s, and the next bookings of 4 and 1
+    /// would start at 8 s and 9 s beside X: 6 units where the quota allows 5. So partial
+    /// returns are not made.
+    ///
+    /// The word a cancellation writes is lower than the one it replaces, but never a word the
+    /// state held before the booking other than the one it replaced; keyed limiters never make
+    /// a key's first booking (the one that inserted it, which replaced another key's word)
+    /// cancellable, so a keyed slot's word never returns to a value it held under another key.
     fn cancel_step(state: u64, booked: u64, increment_ticks: u64) -> Step;
 
     /// How far a word a reservation booked at `now` leads `now`, in the state's units: the

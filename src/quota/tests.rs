@@ -570,3 +570,94 @@ fn a_reservation_with_no_wait_is_a_check() {
         "{allowed} allowed, {denied} denied"
     );
 }
+
+/// Cancelling a booking while it is still the latest is an exact undo: it restores
+/// `max(state, now)` for the word `state` the booking replaced at the reading `now`, and from
+/// then on, at any reading no earlier than `now`, every check and booking decides as on
+/// `state` and writes the same word (so the limiter is as if the booking had never been made).
+/// Behind a later booking, or on a word it did not write, it gives nothing back. A granted
+/// booking never starts past the horizon. On states reached by checks and bookings, words at
+/// the edges, readings from the origin to the horizon.
+#[test]
+fn a_cancellation_of_the_latest_booking_is_an_exact_undo() {
+    use super::{Gcra, Reservable};
+    let quotas = [
+        Gcra::per_second(10).unwrap(),
+        Gcra::per_second(3).unwrap().with_burst(7).unwrap(),
+        Gcra::new(999_983, Duration::from_nanos(1_000_000_007))
+            .unwrap()
+            .with_burst(1_000)
+            .unwrap(),
+        Gcra::new(16, Duration::from_nanos(1))
+            .unwrap()
+            .with_burst(100)
+            .unwrap(),
+        Gcra::per_day(1).unwrap().with_burst(2).unwrap(),
+    ];
+    let mut random = Xorshift(0x5eed_0008);
+    let (mut undone, mut kept) = (0, 0);
+    for quota in quotas {
+        let limit = quota.limit();
+        let tolerance_ns = quota.period().as_nanos() as u64 * limit / quota.count();
+        let mut states: Vec<u64> = reachable_states(quota, 0x5eed_0009, SECOND_NS)
+            .into_iter()
+            .map(|(state, _)| state)
+            .collect();
+        states.extend(booked_states(quota, 0x5eed_000a));
+        states.extend([0, 1, 1 << 62, 1 << 63]);
+        for _ in 0..20_000 {
+            let state = match random.up_to(4) {
+                0 => random.next() >> 1,
+                _ => states[random.up_to(states.len() as u64 - 1) as usize],
+            };
+            let now_ns = match random.up_to(3) {
+                0 => HORIZON_NS - random.up_to(10 * tolerance_ns).min(HORIZON_NS),
+                _ => random.up_to(HORIZON_NS),
+            };
+            let now = quota.instant(at(now_ns));
+            let cost = 1 + random.up_to(limit - 1);
+            let max_wait = match random.up_to(2) {
+                0 => u64::MAX,
+                _ => random.up_to(quota.max_wait_ticks(Duration::from_nanos(3 * tolerance_ns))),
+            };
+            let Step::Allow(booked) = quota.reserve_step(state, now, cost, max_wait) else {
+                continue;
+            };
+            assert!(quota.start_ns(booked, now) <= HORIZON_NS, "{quota:?}");
+            let increment = quota.increment_ticks(cost);
+            // Behind a later booking (or a check), and on a word it did not write: nothing.
+            if let Step::Allow(later) = quota.reserve_step(booked, now, 1, u64::MAX) {
+                assert_eq!(Gcra::cancel_step(later, booked, increment), Step::Deny);
+                kept += 1;
+            }
+            assert_eq!(Gcra::cancel_step(booked + 1, booked, increment), Step::Deny);
+            assert_eq!(Gcra::cancel_step(booked - 1, booked, increment), Step::Deny);
+            assert_eq!(Gcra::cancel_step(booked, booked, 0), Step::Deny);
+            // The latest: undone.
+            let restored = state.max(now.ticks());
+            assert_eq!(
+                Gcra::cancel_step(booked, booked, increment),
+                Step::Allow(restored),
+                "{quota:?}: {state:#x} at {now_ns} ns, cost {cost}"
+            );
+            undone += 1;
+            for _ in 0..4 {
+                let later_ns = (now_ns + random.up_to(3 * tolerance_ns)).min(HORIZON_NS);
+                let later = quota.instant(at(later_ns));
+                let cost = random.up_to(limit);
+                assert_eq!(
+                    quota.step(restored, later, cost),
+                    quota.step(state, later, cost)
+                );
+                assert_eq!(
+                    quota.reserve_step(restored, later, cost, max_wait),
+                    quota.reserve_step(state, later, cost, max_wait)
+                );
+            }
+        }
+    }
+    assert!(
+        undone > 10_000 && kept > 10_000,
+        "{undone} undone, {kept} kept"
+    );
+}

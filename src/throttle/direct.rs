@@ -11,8 +11,9 @@ use crate::request::Request;
 
 impl<Q: Reservable, C: Clock> Limiter<Q, C> {
     /// Books one unit now, for the earliest start the quota allows: at once if it fits, else
-    /// later, with requests booked after it queued behind it. Always granted (a wait is at
-    /// most about 4.5 years).
+    /// later, with requests booked after it queued behind it. Granted unless the wait would be
+    /// longer than a state word can book (at least about 4.5 years) or the start would lie
+    /// past the clock's [horizon](Timestamp::HORIZON).
     ///
     /// ```
     /// use nanolimit::{Gcra, Limiter, ManualClock};

@@ -132,6 +132,6 @@ impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>> Cancel for KeyedLimiter<
             booked,
             increment_ticks,
         };
-        self.apply_to_named_key(give_back, key, self.quota.instant(self.clock.now()));
+        self.undo_for_named_key(give_back, key, self.quota.instant(self.clock.now()));
     }
 }

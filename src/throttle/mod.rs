@@ -30,12 +30,12 @@
 //! # Cancellation
 //!
 //! A reservation that will not be used is cancelled before its start
-//! ([`Reservation::cancel`]); the async waits cancel theirs when dropped. A cancellation gives
-//! back the part of the request's cost that no request admitted since depends on: all of it
-//! when nothing was admitted since, nothing when the requests admitted since used at least as
-//! much (they were scheduled behind it and keep their start times). The limiter is never left
-//! looser than if the reservation had not been made ([`Reservable::cancel_step`](crate::Reservable::cancel_step)
-//! states the rule and why).
+//! ([`Reservation::cancel`]); the async waits cancel theirs when dropped. A cancellation undoes
+//! the booking, giving back its whole cost, if it is still the latest one; if requests were
+//! booked behind it since, they keep their start times, and it gives nothing back. The limiter
+//! is never left looser than if the reservation had not been made
+//! ([`Reservable::cancel_step`](crate::Reservable::cancel_step) states the rule, why, and why
+//! it does not give back a part as Go's `x/time/rate` does).
 
 mod direct;
 mod keyed;

@@ -17,7 +17,8 @@ use std::time::Duration;
 ///
 /// A caller that holds a granted reservation must not start before [`start`](Self::start):
 /// the limiter has already counted the request there. One that will not use it at all calls
-/// [`cancel`](Self::cancel) before then, which gives back what no later request depends on.
+/// [`cancel`](Self::cancel) before then, which gives its cost back if no later request is
+/// booked behind it.
 /// Dropping a reservation does not cancel it (the async waits do cancel theirs when dropped).
 ///
 /// ```
@@ -71,11 +72,15 @@ pub(crate) trait Cancel: Sync {
     fn give_back(&self, key: &KeyIdentity, booked: u64, increment_ticks: u64);
 }
 
-/// A keyed reservation's key, as the table identifies it: its hash and identity words.
+/// A keyed reservation's key, as the table identifies it: its hash and identity words, and how
+/// many slots its shard had reassigned before the booking (a cancellation gives nothing back
+/// once that changes: the key may have left the table and come back, and its state is no
+/// longer the one the booking wrote to).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct KeyIdentity {
     pub(crate) hash: u64,
     pub(crate) words: [u64; 2],
+    pub(crate) reassignments: u64,
 }
 
 impl<'limiter> Reservation<'limiter> {
@@ -96,12 +101,20 @@ impl<'limiter> Reservation<'limiter> {
                 // Nothing was booked: it starts now, and there is nothing to give back.
                 return Reservation::unbooked(Outcome::Granted, cost, at, at);
             }
-            let start_ns = quota.start_ns(state, now).max(at.as_ns());
+            // The step refuses starts past the horizon: this is a reading of the clock.
+            let start = Timestamp::saturating_from_ns(quota.start_ns(state, now).max(at.as_ns()));
+            // A key's first booking replaced another key's word (or a vacant slot's): undoing
+            // it could return the slot to a value it held under another key (see
+            // `Reservable::cancel_step`), so it is not cancellable. It waits only when it
+            // evicted a live entry; otherwise it starts at once, with nothing to give back.
+            if decision.inserted_its_key() {
+                return Reservation::unbooked(Outcome::Granted, cost, at, start);
+            }
             return Reservation {
                 outcome: Outcome::Granted,
                 cost,
                 made_at: at,
-                start: Timestamp::saturating_from_ns(start_ns),
+                start,
                 booking: Some(Booking {
                     limiter,
                     key,
@@ -206,12 +219,16 @@ impl<'limiter> Reservation<'limiter> {
     }
 
     /// Cancels the reservation at `now`, a reading of the limiter's clock. If the reservation
-    /// has not started yet (`now` is before [`start`](Self::start)), gives back the part of its
-    /// cost that no request admitted since depends on: all of it if none was admitted since,
-    /// else its cost less what they added, if positive (the rule of Go's `x/time/rate`; why
-    /// it never leaves the limiter looser than if the reservation had not been made:
-    /// [`Reservable::cancel_step`]). A reservation that has started, a refused one, or one
-    /// whose key a keyed table no longer holds, gives nothing back.
+    /// has not started yet (`now` is before [`start`](Self::start)) and is still the latest
+    /// booking (nothing admitted since is booked behind it), undoes it, giving back its whole
+    /// cost; otherwise gives nothing back: requests admitted since keep their start times, so
+    /// the time it held stays booked. The rule, why it never leaves the limiter looser than if
+    /// the reservation had not been made, and why it does not give back a part as Go's
+    /// `x/time/rate` does: [`Reservable::cancel_step`]. A reservation that has started, or a
+    /// refused one, gives nothing back; nor, on a keyed limiter, does a key's first booking
+    /// (the one that inserted it), one whose key the table no longer holds, or one made before
+    /// the key's shard last gave a slot to another key (an eviction or a reclaim: the key may
+    /// have left and come back, and its state is then not the one the booking wrote).
     ///
     /// ```
     /// use nanolimit::{Gcra, Limiter, ManualClock};
