@@ -5,11 +5,13 @@
 //!
 //! Every quota is GCRA at one unit per second (`T` = 1 s), so every start is a whole number of
 //! seconds and the sequential outcome of a plan can be written down. Every time is passed in
-//! (`Request::at` for `reserve_with`, `cancel_at`); the models never read the `ManualClock`.
+//! (`Request::at` for `reserve_with`, `cancel_at`); the models never read the `ManualClock`
+//! (nanolimit does, once per cancellation, for an instant that the cancellation step ignores).
 //!
 //! Run from the repository root (see loom-tests/README.md):
 //! `RUSTFLAGS="--cfg nanolimit_loom" cargo test --release --manifest-path loom-tests/Cargo.toml --test reserve`
 
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use nanolimit::{
     Exact, Gcra, KeyedLimiter, KeyedStats, Limiter, ManualClock, Request, Reservation, WhenFull,
@@ -22,10 +24,10 @@ use std::time::Duration;
 /// The emission interval of every quota here, in nanoseconds.
 const T: u64 = 1_000_000_000;
 
-/// Every plan of the two-thread models built on `run_concurrently` runs on a spawned thread: loom
-/// explores more interleavings that way (see [`ModelThread`]). The cancellation models cannot:
-/// a reservation borrows its limiter, so the one cancelled, made before the race, stays on the
-/// model's thread, which cancels it while one spawned thread reserves.
+/// Every plan of the reservation races runs on a spawned thread: loom explores more
+/// interleavings that way (see [`ModelThread`]). The cancellation models spawn both their
+/// threads too, in [`race_a_cancellation`] (a reservation borrows its limiter, so it cannot be
+/// handed to `run_concurrently`'s threads).
 const MODEL_THREAD: ModelThread = ModelThread::OnlyJoins;
 
 /// GCRA at one unit per second, bursts of `burst`.
@@ -33,10 +35,11 @@ fn gcra(burst: u64) -> Gcra {
     Gcra::per_second(1).unwrap().with_burst(burst).unwrap()
 }
 
-/// A one-shard, one-bucket table (8 slots) of `u64` keys stored `Exact`, with a fixed hash
-/// seed, built as the keyed models build theirs.
+/// A keyed GCRA table of `u64` keys stored `Exact`.
 type Table = KeyedLimiter<u64, Gcra, ManualClock, Exact>;
 
+/// A one-shard, one-bucket table (8 slots) at a burst of `burst`, with a fixed hash seed and
+/// `when_full` for a new key that finds every slot live, built as the keyed models build theirs.
 fn one_bucket_table(burst: u64, when_full: WhenFull) -> Table {
     KeyedLimiter::<u64, Gcra>::builder(gcra(burst))
         .capacity(1)
@@ -51,7 +54,7 @@ fn one_bucket_table(burst: u64, when_full: WhenFull) -> Table {
 
 /// One `reserve_with`: `cost` units, a reading of `now_ns`, waiting at most `max_wait_ns` (no
 /// limit if `None`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct Reserve {
     cost: u64,
     now_ns: u64,
@@ -82,6 +85,18 @@ impl Reserve {
         match self.max_wait_ns {
             Some(max_wait_ns) => request.max_wait(Duration::from_nanos(max_wait_ns)),
             None => request,
+        }
+    }
+}
+
+/// `1@0ns` for a unit at 0 however long it waits, `1@0ns within 1s` for one waiting at most
+/// 1 s: short, as [`Booked`]'s.
+impl std::fmt::Debug for Reserve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{:?}", self.cost, Duration::from_nanos(self.now_ns))?;
+        match self.max_wait_ns {
+            Some(max_wait_ns) => write!(f, " within {:?}", Duration::from_nanos(max_wait_ns)),
+            None => Ok(()),
         }
     }
 }
@@ -354,19 +369,68 @@ fn keyed_two_threads_reserve_unit_slots_of_a_new_key() {
     );
 }
 
-/// The outcome of a reservation racing a cancellation, on a limiter at burst 1 on which `first`
-/// (start 0) and `cancelled` (start `T`) were booked at 0 before the race: the model's thread
-/// cancels `cancelled` at 0 (before its start) while a spawned thread reserves a unit at 0
-/// (`new`); then a `further` unit is reserved at 0. There are two orders, and each has one
-/// outcome:
+/// Runs the race of a cancellation model on `shared`, and returns what the cancelled reservation
+/// and `race` reported. One thread books the reservation to cancel (`book`), tells the other, and
+/// cancels it at `cancel_ns`, before its start; the other waits to be told, so that the booking
+/// is made before the race, then runs `race`. The telling is a loom atomic flag, stored with
+/// Release and loaded with Acquire, the waiter yielding to loom's scheduler while it is unset (a
+/// loom `Notify` would not do: its `wait` may return spuriously).
+///
+/// Both threads are spawned while the model's thread only joins: with the model's thread
+/// cancelling a reservation it booked before spawning the other, loom explores a few executions
+/// only (7 instead of 1,218 for the direct model; see [`ModelThread`]).
+fn race_a_cancellation<S, R>(
+    shared: &Arc<S>,
+    book: for<'a> fn(&'a S) -> Reservation<'a>,
+    cancel_ns: u64,
+    race: fn(&S) -> R,
+) -> (Booked, R)
+where
+    S: Send + Sync + 'static,
+    R: Send + 'static,
+{
+    let booked = Arc::new(AtomicBool::new(false));
+    let canceller = {
+        let (shared, booked) = (Arc::clone(shared), Arc::clone(&booked));
+        loom::thread::spawn(move || {
+            let reservation = book(&shared);
+            let reported = Booked::of(&reservation);
+            booked.store(true, Ordering::Release);
+            reservation.cancel_at(at(cancel_ns));
+            reported
+        })
+    };
+    let racer = {
+        let (shared, booked) = (Arc::clone(shared), Arc::clone(&booked));
+        loom::thread::spawn(move || {
+            while !booked.load(Ordering::Acquire) {
+                loom::thread::yield_now();
+            }
+            race(&shared)
+        })
+    };
+    let cancelled = canceller.join().expect("the cancelling thread panicked");
+    let raced = racer.join().expect("the racing thread panicked");
+    (cancelled, raced)
+}
+
+/// The outcome of a reservation racing a cancellation, at burst 1: `first` (start 0) was booked
+/// at 0 before the race, and `cancelled` (start `T`) at 0 by the cancelling thread, which
+/// cancels it at 0 (before its start) while the other thread reserves a unit at 0 (`new`); then
+/// a `further` unit is reserved at 0. There are two orders, and each has one outcome:
 /// - the cancellation first: it gives the whole slot `T` back, `new` takes it, and the further
 ///   unit queues at `2T`;
-/// - the reservation first: `new` queues behind `cancelled`, at `2T`, and depends on all of its
-///   slot, so the cancellation gives nothing back; the further unit queues at `3T`.
+/// - the reservation first: `new` queues behind `cancelled`, at `2T`; a booking behind it
+///   keeps its start, so the cancellation gives nothing back, and the further unit queues at
+///   `3T`.
 ///
 /// Whichever it was, `first`, `new` and `further` (not `cancelled`, which its caller will not
 /// use) are conformant: a cancellation never gives back a slot that a later booking relies on.
-fn assert_reserve_cancel_outcome(new: Booked, further: Booked, first: Booked) {
+fn assert_reserve_cancel_outcome(first: Booked, cancelled: Booked, new: Booked, further: Booked) {
+    assert_eq!(
+        (first, cancelled),
+        (Booked::granted(1, 0), Booked::granted(1, T))
+    );
     let cancel_first = (Booked::granted(1, T), Booked::granted(1, 2 * T));
     let reserve_first = (Booked::granted(1, 2 * T), Booked::granted(1, 3 * T));
     assert!(
@@ -377,11 +441,9 @@ fn assert_reserve_cancel_outcome(new: Booked, further: Booked, first: Booked) {
     assert_conformant(1, &[first, new, further], &(new, further));
 }
 
-/// The bookings made before the cancellation models' race: `first` at 0, then the one to
-/// cancel, at `T`.
-const BEFORE_THE_RACE: Reserve = Reserve::unbounded(1, 0);
-/// What the spawned thread reserves during the race.
-const DURING_THE_RACE: Reserve = Reserve::unbounded(1, 0);
+/// Every unit reservation of the reservation-vs-cancellation models: `first`, `cancelled`, the
+/// racing `new` one and the further one are unbounded units at 0.
+const UNIT_AT_0: Reserve = Reserve::unbounded(1, 0);
 
 /// A reservation races the cancellation of an earlier one (see
 /// [`assert_reserve_cancel_outcome`]).
@@ -392,21 +454,15 @@ fn direct_reserve_races_cancel() {
         UNREACHED_PREEMPTION_BOUND,
         || {
             let limiter = shared_direct_limiter(gcra(1));
-            let first = limiter.reserve_with(BEFORE_THE_RACE.request()).unwrap();
-            let cancelled = limiter.reserve_with(BEFORE_THE_RACE.request()).unwrap();
-            let first = Booked::of(&first);
-            assert_eq!(
-                (first, Booked::of(&cancelled)),
-                (Booked::granted(1, 0), Booked::granted(1, T))
+            let first = reserve_direct(&limiter, UNIT_AT_0);
+            let (cancelled, new) = race_a_cancellation(
+                &limiter,
+                |limiter| limiter.reserve_with(UNIT_AT_0.request()).unwrap(),
+                0,
+                |limiter| reserve_direct(limiter, UNIT_AT_0),
             );
-            let reserver = {
-                let limiter = Arc::clone(&limiter);
-                loom::thread::spawn(move || reserve_direct(&limiter, DURING_THE_RACE))
-            };
-            cancelled.cancel_at(at(0));
-            let new = reserver.join().unwrap();
             let further = reserve_direct(&limiter, FURTHER);
-            assert_reserve_cancel_outcome(new, further, first);
+            assert_reserve_cancel_outcome(first, cancelled, new, further);
         },
     );
 }
@@ -421,21 +477,15 @@ fn keyed_reserve_races_cancel() {
         UNREACHED_PREEMPTION_BOUND,
         || {
             let table = Arc::new(one_bucket_table(1, WhenFull::Deny));
-            let first = table.reserve_with(&KEY, BEFORE_THE_RACE.request()).unwrap();
-            let cancelled = table.reserve_with(&KEY, BEFORE_THE_RACE.request()).unwrap();
-            let first = Booked::of(&first);
-            assert_eq!(
-                (first, Booked::of(&cancelled)),
-                (Booked::granted(1, 0), Booked::granted(1, T))
+            let first = reserve_keyed(&table, (KEY, UNIT_AT_0));
+            let (cancelled, new) = race_a_cancellation(
+                &table,
+                |table| table.reserve_with(&KEY, UNIT_AT_0.request()).unwrap(),
+                0,
+                |table| reserve_keyed(table, (KEY, UNIT_AT_0)),
             );
-            let reserver = {
-                let table = Arc::clone(&table);
-                loom::thread::spawn(move || reserve_keyed(&table, (KEY, DURING_THE_RACE)))
-            };
-            cancelled.cancel_at(at(0));
-            let new = reserver.join().unwrap();
             let further = reserve_keyed(&table, (KEY, FURTHER));
-            assert_reserve_cancel_outcome(new, further, first);
+            assert_reserve_cancel_outcome(first, cancelled, new, further);
             assert_eq!(table.stats().inserts, 1);
         },
     );
@@ -445,6 +495,8 @@ fn keyed_reserve_races_cancel() {
 const CANCELLING_KEY: u64 = 100;
 /// The key inserted into [`CANCELLING_KEY`]'s slot.
 const NEW_KEY: u64 = 200;
+/// What key 100 books, twice: 2 units at 0.
+const TWO_UNITS_AT_0: Reserve = Reserve::unbounded(2, 0);
 
 /// The stats of a full table (8 keys) into which one new key was inserted, by a reclaim or an
 /// eviction.
@@ -458,50 +510,46 @@ fn one_slot_handed_over(reclaims: u64, evictions: u64) -> KeyedStats {
     }
 }
 
-/// Burst 2. Key 100 books 2 units at 0 (start 0), then 2 more at 0 (start `2T`, its state at
-/// `4T`): the reservation to cancel. Keys 101..108 fill the rest of the bucket. Then the model's
-/// thread cancels key 100's second reservation at 0 (before its start), while a spawned thread
-/// runs `new_key` (an operation on key 200, which takes key 100's slot). Returns what it reported.
+/// Burst 2. Key 100 books 2 units at 0 (start 0), and `others` fills the rest of the bucket with
+/// keys 101..108. Then the race: key 100 books 2 more units at 0 (start `2T`, its state at `4T`)
+/// and cancels them at 0, while `new_key` (an operation on key 200, which takes key 100's slot)
+/// runs. Returns the table, key 100's first booking, and what `new_key` reported.
 fn cancel_races_a_new_key<R: Send + 'static>(
     when_full: WhenFull,
     others: impl Fn(&Table, u64),
     new_key: fn(&Table) -> R,
 ) -> (Arc<Table>, Booked, R) {
     let table = Arc::new(one_bucket_table(2, when_full));
-    let first = table
-        .reserve_with(&CANCELLING_KEY, Reserve::unbounded(2, 0).request())
-        .unwrap();
-    let cancelled = table
-        .reserve_with(&CANCELLING_KEY, Reserve::unbounded(2, 0).request())
-        .unwrap();
-    let first = Booked::of(&first);
-    assert_eq!(
-        (first, Booked::of(&cancelled)),
-        (Booked::granted(2, 0), Booked::granted(2, 2 * T))
-    );
+    let first = reserve_keyed(&table, (CANCELLING_KEY, TWO_UNITS_AT_0));
+    assert_eq!(first, Booked::granted(2, 0));
     for key in 101..108 {
         others(&table, key);
     }
     assert_eq!(table.stats().inserts, 8);
-    let inserter = {
-        let table = Arc::clone(&table);
-        loom::thread::spawn(move || new_key(&table))
-    };
-    cancelled.cancel_at(at(0));
-    let reported = inserter.join().unwrap();
+    let (cancelled, reported) = race_a_cancellation(
+        &table,
+        |table| {
+            table
+                .reserve_with(&CANCELLING_KEY, TWO_UNITS_AT_0.request())
+                .unwrap()
+        },
+        0,
+        new_key,
+    );
+    assert_eq!(cancelled, Booked::granted(2, 2 * T));
     (table, first, reported)
 }
 
 /// Key 100's cancellation races a reclaim of its slot. The seven other keys check 2 units at
 /// `3T` (live until `5T`); at `4T` key 100's entry is fresh-equivalent (its state is `4T`, or
 /// `2T` once the cancellation has given its 2 units back) and the only one: key 200's check at
-/// `4T` reclaims its slot, starting from a fresh state (`5T`: one unit used).
+/// `4T` reclaims its slot, from that fresh-equivalent state (to `5T`: one unit used).
 ///
 /// Either the cancellation lands on key 100's entry before the reclaim claims it, or it finds
 /// key 100 gone and gives nothing back. Key 200's state is never lowered by it: afterwards key
 /// 200 has exactly one unit used (1 left, reset after 1 s), one reclaim, nothing refused. A
-/// cancellation that applied its step to key 200's state (`5T`, against key 100's booking at
-/// `4T` of 2 units) would give one unit back: 2 left, as if key 200's admission never happened.
+/// cancellation that lost its race to the reclaim and stored the word it had computed anyway
+/// (`2T`) would leave key 200 with 2 left, as if its admission never happened.
 #[test]
 fn keyed_cancel_races_a_reclaim_of_its_slot() {
     explore(
@@ -544,8 +592,8 @@ fn keyed_cancel_races_a_reclaim_of_its_slot() {
 ///
 /// So key 200's state is never lowered by key 100's cancellation, and key 100's first booking
 /// (2 units at 0), key 100's second if not given back, and key 200's two are conformant. A
-/// cancellation applied to key 200's state (`5T`, against key 100's booking at `4T` of 2 units)
-/// would give a unit back: the further unit would start at `3T`, with key 200's first.
+/// cancellation that lost its race to the eviction and stored the word it had computed anyway
+/// (`2T`) would let the further unit start at `T`, before key 200's first.
 #[test]
 fn keyed_cancel_races_an_eviction_of_its_entry() {
     explore(
@@ -575,6 +623,112 @@ fn keyed_cancel_races_an_eviction_of_its_entry() {
             }
             assert_conformant(2, &granted, &(new, further));
             assert_eq!(table.stats(), one_slot_handed_over(0, 1));
+        },
+    );
+}
+
+/// The key whose slot a new key's first booking reclaims, and which is checked meanwhile.
+const RECLAIMED_KEY: u64 = 100;
+
+/// A cancellation never gives a slot back a word it held under another key: undoing a key's
+/// first booking (the one that inserted it) would give the slot the replaced key's word back,
+/// under which a check of that key that loaded it before the insert could still land its
+/// compare-and-swap (an ABA), charging its unit to a slot that no longer holds it. Two rules
+/// keep it out, either enough here: a key's first booking is not cancellable, and a keyed
+/// cancellation gives nothing back once its shard has reassigned a slot since the booking.
+///
+/// Burst 2, `WhenFull::Deny`. Key 100 used 2 units at 0 (state `2T`: fresh-equivalent at `2T`),
+/// keys 101..108 2 units at `1.5T` (live until `3.5T`). Then two threads at `2T`: one reserves a
+/// unit for key 200, which reclaims key 100's slot (from `2T` to `3T`, starting at once), and
+/// cancels it with a reading of `1.5T` (a clock behind the reservation's, so before its start:
+/// a cancellation that the table would carry out); the other checks a unit of key 100. Only one
+/// of them fits: whichever lands first makes the slot live (`3T`), and the other finds no slot
+/// (refused, untracked). The admitted key holds its unit (1 left, reset after 1 s), the other is
+/// not in the table, and the cancellation gives nothing back.
+///
+/// Without both rules, the check could load `2T` under key 100's identity,
+/// the reservation reclaim the slot, publish `3T` under key 200 and cancel back to `2T`, and the
+/// check's compare-and-swap from `2T` then succeed: key 100 admitted, its unit charged to key
+/// 200's slot, and key 100 absent from the table (its next check would start from a fresh
+/// slot).
+#[test]
+fn keyed_a_cancelled_first_booking_never_hands_its_slot_back() {
+    explore(
+        "reserve: keyed, cancelled first booking vs check of the reclaimed key",
+        UNREACHED_PREEMPTION_BOUND,
+        || {
+            let table = Arc::new(one_bucket_table(2, WhenFull::Deny));
+            let two_units = |now_ns| Request::cost(2).at(at(now_ns));
+            assert!(table
+                .check_with(&RECLAIMED_KEY, two_units(0))
+                .unwrap()
+                .is_allowed());
+            for key in 101..108 {
+                assert!(table
+                    .check_with(&key, two_units(3 * T / 2))
+                    .unwrap()
+                    .is_allowed());
+            }
+            let reserver = {
+                let table = Arc::clone(&table);
+                loom::thread::spawn(move || {
+                    let reservation = table
+                        .reserve_with(&NEW_KEY, Reserve::unbounded(1, 2 * T).request())
+                        .unwrap();
+                    let booked = Booked::of(&reservation);
+                    reservation.cancel_at(at(3 * T / 2));
+                    booked
+                })
+            };
+            let checker = {
+                let table = Arc::clone(&table);
+                loom::thread::spawn(move || table.check_at(&RECLAIMED_KEY, at(2 * T)))
+            };
+            let reserved = reserver.join().expect("the reserving thread panicked");
+            let checked = checker.join().expect("the checking thread panicked");
+
+            let held = |key: u64| {
+                let peeked = table.peek_with(&key, Request::new().at(at(2 * T))).unwrap();
+                (!peeked.is_untracked()).then(|| (peeked.remaining(), peeked.reset_after()))
+            };
+            let one_unit_used = Some((1, Duration::from_secs(1)));
+            if checked.is_allowed() {
+                assert_eq!(
+                    held(RECLAIMED_KEY),
+                    one_unit_used,
+                    "key {RECLAIMED_KEY} was admitted ({checked:?}), but the table does not \
+                     hold its unit (key {NEW_KEY}'s booking: {reserved:?})"
+                );
+            }
+            assert!(
+                checked.is_allowed() != reserved.granted,
+                "one slot for two keys: exactly one of key {RECLAIMED_KEY}'s check \
+                 ({checked:?}) and key {NEW_KEY}'s booking ({reserved:?}) fits"
+            );
+            let (admitted, refused) = if checked.is_allowed() {
+                (RECLAIMED_KEY, NEW_KEY)
+            } else {
+                assert!(
+                    checked.is_untracked(),
+                    "key {RECLAIMED_KEY}'s check was denied on a state, not refused a slot: \
+                     {checked:?}"
+                );
+                assert_eq!(reserved, Booked::granted(1, 2 * T));
+                (NEW_KEY, RECLAIMED_KEY)
+            };
+            assert_eq!(held(admitted), one_unit_used, "key {admitted}");
+            assert_eq!(held(refused), None, "key {refused} is not in the table");
+            let reclaims = u64::from(admitted == NEW_KEY);
+            assert_eq!(
+                table.stats(),
+                KeyedStats {
+                    inserts: 8 + reclaims,
+                    reclaims,
+                    refused_new_keys: 1,
+                    untracked_new_keys: 0,
+                    evictions: 0,
+                }
+            );
         },
     );
 }

@@ -117,11 +117,11 @@ impl<Q: Reservable, C: Clock> Cancel for Limiter<Q, C> {
         self.clock.now()
     }
 
-    fn give_back(&self, _key: &KeyIdentity, booked: u64, increment_ticks: u64) {
+    fn give_back(&self, _key: &KeyIdentity, booked: u64, increment_ticks: u64, now: Timestamp) {
         let give_back = GiveBack {
             booked,
             increment_ticks,
         };
-        self.apply(give_back, self.quota.instant(self.clock.now()));
+        self.apply(give_back, self.quota.instant(now));
     }
 }

@@ -127,11 +127,11 @@ impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>> Cancel for KeyedLimiter<
         self.clock.now()
     }
 
-    fn give_back(&self, key: &KeyIdentity, booked: u64, increment_ticks: u64) {
+    fn give_back(&self, key: &KeyIdentity, booked: u64, increment_ticks: u64, now: Timestamp) {
         let give_back = GiveBack {
             booked,
             increment_ticks,
         };
-        self.undo_for_named_key(give_back, key, self.quota.instant(self.clock.now()));
+        self.undo_for_named_key(give_back, key, self.quota.instant(now));
     }
 }

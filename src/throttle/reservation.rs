@@ -68,8 +68,9 @@ pub(crate) struct Booking<'limiter> {
 pub(crate) trait Cancel: Sync {
     /// A reading of the limiter's clock.
     fn now(&self) -> Timestamp;
-    /// Applies the cancellation step to the state of `key` (ignored by direct limiters).
-    fn give_back(&self, key: &KeyIdentity, booked: u64, increment_ticks: u64);
+    /// Applies the cancellation step, at `now`, to the state of `key` (ignored by direct
+    /// limiters).
+    fn give_back(&self, key: &KeyIdentity, booked: u64, increment_ticks: u64, now: Timestamp);
 }
 
 /// A keyed reservation's key, as the table identifies it: its hash and identity words, and how
@@ -253,7 +254,7 @@ impl<'limiter> Reservation<'limiter> {
         }
         booking
             .limiter
-            .give_back(&booking.key, booking.booked, booking.increment_ticks);
+            .give_back(&booking.key, booking.booked, booking.increment_ticks, now);
     }
 }
 
