@@ -62,6 +62,9 @@ pub mod keyed;
 mod operation;
 pub mod throttle;
 
+#[cfg(feature = "http")]
+pub mod http;
+
 pub mod clock;
 
 mod sync;

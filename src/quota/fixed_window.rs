@@ -212,6 +212,10 @@ impl Quota for FixedWindow {
         self.limit
     }
 
+    fn limit_window(&self) -> Duration {
+        self.window()
+    }
+
     fn remaining(&self, state: u64, now: WindowInstant) -> u64 {
         self.limit.saturating_sub(self.view(state, now).count)
     }

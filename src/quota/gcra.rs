@@ -409,6 +409,10 @@ impl Quota for Gcra {
         self.burst
     }
 
+    fn limit_window(&self) -> Duration {
+        Duration::from_nanos(self.ticks_to_ns(self.tolerance_ticks))
+    }
+
     fn remaining(&self, tat: u64, now: GcraInstant) -> u64 {
         let now = self.judged_at(tat, now);
         // `now + tau` cannot overflow: `now` is an instant (at most 2^63) or `tat` less a lead

@@ -156,6 +156,21 @@ pub trait Quota: Copy + Send + Sync + Debug + 'static + Sealed {
     /// now). `cost` must be at most [`limit`](Self::limit).
     fn retry_after_ns(&self, state: u64, now: Self::Instant, cost: u64) -> u64;
 
+    /// The time over which [`limit`](Self::limit) applies, as the `w` of an IETF
+    /// `RateLimit-Policy` header: the window of a window quota; for GCRA, the time an emptied
+    /// burst takes to refill (burst × emission interval).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Quota, SlidingWindow};
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(SlidingWindow::per_minute(100)?.limit_window(), Duration::from_secs(60));
+    /// let burst_of_50 = Gcra::per_second(10)?.with_burst(50)?;
+    /// assert_eq!(burst_of_50.limit_window(), Duration::from_secs(5));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    fn limit_window(&self) -> core::time::Duration;
+
     /// Whether `state` is equivalent at `now` to [`FRESH`](Self::FRESH): a keyed table may then
     /// reuse its slot for another key.
     fn is_fresh(&self, state: u64, now: Self::Instant) -> bool;

@@ -279,6 +279,10 @@ impl Quota for SlidingWindow {
         self.limit
     }
 
+    fn limit_window(&self) -> Duration {
+        self.window()
+    }
+
     fn remaining(&self, state: u64, now: WindowInstant) -> u64 {
         let view = self.view(state, now);
         let window_ns = self.length.window_ns as u128;

@@ -1,0 +1,413 @@
+//! What a request is limited by: its client's address, a header, one global key, or a closure.
+
+use core::fmt;
+use http::header::{HeaderName, FORWARDED};
+use http::Request;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+
+/// Finds the key a request is limited by, and hands it to the limiter.
+///
+/// The key is lent to `judge` rather than returned, so an extractor can lend a slice of the
+/// request (a header's bytes) without copying it.
+pub trait KeyExtractor: Send + Sync + 'static {
+    /// The key type (`?Sized`: a header's value is a `[u8]`).
+    type Key: ?Sized;
+
+    /// Calls `judge` with the key of `request`, or says why the request has none.
+    fn with_key<B, R>(
+        &self,
+        request: &Request<B>,
+        judge: impl FnOnce(&Self::Key) -> R,
+    ) -> Result<R, KeyRejection>;
+}
+
+/// Why a request has no key. The layer answers it with its key-rejection status (400 by
+/// default), never a panic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum KeyRejection {
+    /// The request carries nothing to key it by (no peer address; no such header).
+    Missing,
+    /// What it carries cannot be read as a key (a forwarding header that is not a list of
+    /// addresses, or names fewer hops than the trusted proxies; a header value that is not
+    /// text).
+    Malformed,
+    /// The value is longer than the extractor accepts.
+    TooLong,
+}
+
+impl fmt::Display for KeyRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KeyRejection::Missing => "the request carries no rate-limit key",
+            KeyRejection::Malformed => "the request's rate-limit key is malformed",
+            KeyRejection::TooLong => "the request's rate-limit key is too long",
+        })
+    }
+}
+
+impl std::error::Error for KeyRejection {}
+
+/// Which header trusted proxies record the client's address in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ForwardingHeader {
+    /// `X-Forwarded-For: client, proxy1, proxy2`.
+    XForwardedFor,
+    /// `Forwarded: for=client, for=proxy1` (RFC 7239).
+    Forwarded,
+}
+
+/// The longest forwarding header read, in bytes (all its fields together); longer ones are
+/// [`KeyRejection::TooLong`].
+pub const MAX_FORWARDING_HEADER_BYTES: usize = 8 * 1024;
+
+/// Keys requests by the client's IP address.
+///
+/// The address is the connection's peer, found in the request's extensions: a
+/// [`SocketAddr`] or [`IpAddr`] the server put there (hyper servers insert what they choose),
+/// or, with the `axum` feature, axum's `ConnectInfo<SocketAddr>`
+/// (`into_make_service_with_connect_info::<SocketAddr>()`).
+///
+/// Behind reverse proxies, [`trusted_proxies`](Self::trusted_proxies) says how many there are
+/// and which header they append to: the client is then the address that many entries from the
+/// end of that header, the one the outermost trusted proxy saw. Never by default: a client
+/// must not choose its own key. A forwarding header that cannot be read, or names fewer
+/// addresses than there are trusted proxies, is [`KeyRejection::Malformed`].
+///
+/// IPv6 clients are keyed by their network prefix, a /64 by default (one client usually owns
+/// a whole /64, and could otherwise take 2^64 keys): [`ipv6_prefix`](Self::ipv6_prefix).
+///
+/// ```
+/// use nanolimit::http::{ForwardingHeader, KeyExtractor, PeerIp};
+/// use std::net::{IpAddr, SocketAddr};
+///
+/// let behind_one_proxy = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+/// let mut request = http::Request::new(());
+/// request.extensions_mut().insert(SocketAddr::from(([10, 0, 0, 1], 443))); // the proxy
+/// request.headers_mut().insert("x-forwarded-for", "198.51.100.7, 203.0.113.9".parse()?);
+/// // The proxy appended the address it saw: 203.0.113.9. The first entry is the client's
+/// // own claim, which nobody checked.
+/// let key = behind_one_proxy.with_key(&request, |ip: &IpAddr| *ip)?;
+/// assert_eq!(key, "203.0.113.9".parse::<IpAddr>()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerIp {
+    trusted_proxies: usize,
+    header: ForwardingHeader,
+    ipv6_prefix_bits: u8,
+}
+
+/// An IPv6 prefix longer than 128 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct InvalidPrefix {
+    /// The prefix length asked for.
+    pub bits: u8,
+}
+
+impl fmt::Display for InvalidPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "an IPv6 prefix is at most 128 bits, not {}", self.bits)
+    }
+}
+
+impl std::error::Error for InvalidPrefix {}
+
+impl Default for PeerIp {
+    fn default() -> Self {
+        PeerIp::new()
+    }
+}
+
+impl PeerIp {
+    /// The connection's peer address, no proxies trusted, IPv6 clients keyed by /64.
+    pub const fn new() -> Self {
+        PeerIp {
+            trusted_proxies: 0,
+            header: ForwardingHeader::XForwardedFor,
+            ipv6_prefix_bits: 64,
+        }
+    }
+
+    /// Trusts `hops` reverse proxies in front of the server, which append to `header`; zero
+    /// ignores forwarding headers (the default).
+    pub const fn trusted_proxies(mut self, hops: usize, header: ForwardingHeader) -> Self {
+        self.trusted_proxies = hops;
+        self.header = header;
+        self
+    }
+
+    /// Keys IPv6 clients by their first `bits` bits (128: the whole address).
+    ///
+    /// ```
+    /// use nanolimit::http::PeerIp;
+    ///
+    /// assert!(PeerIp::new().ipv6_prefix(48).is_ok());
+    /// assert!(PeerIp::new().ipv6_prefix(129).is_err());
+    /// ```
+    pub const fn ipv6_prefix(mut self, bits: u8) -> Result<Self, InvalidPrefix> {
+        if bits > 128 {
+            return Err(InvalidPrefix { bits });
+        }
+        self.ipv6_prefix_bits = bits;
+        Ok(self)
+    }
+
+    /// The client address of `request`, masked to the IPv6 prefix.
+    pub fn client_ip<B>(&self, request: &Request<B>) -> Result<IpAddr, KeyRejection> {
+        let client = if self.trusted_proxies == 0 {
+            peer_address(request).ok_or(KeyRejection::Missing)?
+        } else {
+            self.forwarded_client(request)?
+        };
+        Ok(self.masked(client))
+    }
+
+    fn masked(&self, ip: IpAddr) -> IpAddr {
+        match ip {
+            IpAddr::V4(v4) => IpAddr::V4(v4),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None => {
+                    let bits = u32::from(self.ipv6_prefix_bits);
+                    let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+                    IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
+                }
+            },
+        }
+    }
+
+    /// The address `trusted_proxies` entries from the end of the forwarding header.
+    fn forwarded_client<B>(&self, request: &Request<B>) -> Result<IpAddr, KeyRejection> {
+        let name = match self.header {
+            ForwardingHeader::XForwardedFor => HeaderName::from_static("x-forwarded-for"),
+            ForwardingHeader::Forwarded => FORWARDED,
+        };
+        let mut total_bytes = 0;
+        // Every address the proxies appended, in order, over all fields of the header.
+        let mut chain = Vec::new();
+        for field in request.headers().get_all(&name) {
+            total_bytes += field.len();
+            if total_bytes > MAX_FORWARDING_HEADER_BYTES {
+                return Err(KeyRejection::TooLong);
+            }
+            let text = field.to_str().map_err(|_| KeyRejection::Malformed)?;
+            for element in text.split(',') {
+                let address = match self.header {
+                    ForwardingHeader::XForwardedFor => parse_address(element.trim()),
+                    ForwardingHeader::Forwarded => forwarded_for(element),
+                };
+                chain.push(address.ok_or(KeyRejection::Malformed)?);
+            }
+        }
+        if chain.is_empty() {
+            return Err(KeyRejection::Missing);
+        }
+        let index = chain
+            .len()
+            .checked_sub(self.trusted_proxies)
+            .ok_or(KeyRejection::Malformed)?;
+        Ok(chain[index])
+    }
+}
+
+impl KeyExtractor for PeerIp {
+    type Key = IpAddr;
+
+    fn with_key<B, R>(
+        &self,
+        request: &Request<B>,
+        judge: impl FnOnce(&IpAddr) -> R,
+    ) -> Result<R, KeyRejection> {
+        Ok(judge(&self.client_ip(request)?))
+    }
+}
+
+/// The peer address the server recorded in the request's extensions.
+fn peer_address<B>(request: &Request<B>) -> Option<IpAddr> {
+    let extensions = request.extensions();
+    #[cfg(feature = "axum")]
+    if let Some(info) = extensions.get::<axum::extract::ConnectInfo<SocketAddr>>() {
+        return Some(info.0.ip());
+    }
+    if let Some(address) = extensions.get::<SocketAddr>() {
+        return Some(address.ip());
+    }
+    extensions.get::<IpAddr>().copied()
+}
+
+/// An address as proxies write it: `192.0.2.1`, `192.0.2.1:8080`, `2001:db8::1`,
+/// `[2001:db8::1]:8080`.
+fn parse_address(text: &str) -> Option<IpAddr> {
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Ok(socket) = text.parse::<SocketAddr>() {
+        return Some(socket.ip());
+    }
+    let bracketed = text.strip_prefix('[')?.strip_suffix(']')?;
+    bracketed.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
+}
+
+/// The `for=` address of one RFC 7239 `Forwarded` element (`for=192.0.2.60;proto=http`,
+/// `for="[2001:db8:cafe::17]:4711"`). Obfuscated and `unknown` identifiers are no address.
+fn forwarded_for(element: &str) -> Option<IpAddr> {
+    let value = element.split(';').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("for")
+            .then_some(value.trim())
+    })?;
+    let unquoted = match value.strip_prefix('"') {
+        Some(rest) => rest.strip_suffix('"')?,
+        None => value,
+    };
+    parse_address(unquoted)
+}
+
+/// Keys requests by the value of one header (an API key, a user id), as bytes.
+///
+/// A request without the header is [`KeyRejection::Missing`]; one whose value is longer than
+/// the maximum (256 bytes by default) is [`KeyRejection::TooLong`].
+///
+/// ```
+/// use nanolimit::http::{HeaderKey, KeyExtractor, KeyRejection};
+///
+/// let api_key = HeaderKey::new(http::header::HeaderName::from_static("x-api-key"));
+/// let mut request = http::Request::new(());
+/// assert_eq!(api_key.with_key(&request, |key: &[u8]| key.len()), Err(KeyRejection::Missing));
+/// request.headers_mut().insert("x-api-key", "k-123".parse()?);
+/// assert_eq!(api_key.with_key(&request, |key: &[u8]| key.to_vec())?, b"k-123");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderKey {
+    name: HeaderName,
+    max_bytes: usize,
+}
+
+impl HeaderKey {
+    /// Keys by the header `name`.
+    pub fn new(name: HeaderName) -> Self {
+        HeaderKey {
+            name,
+            max_bytes: 256,
+        }
+    }
+
+    /// Rejects values longer than `max_bytes`.
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+}
+
+impl KeyExtractor for HeaderKey {
+    type Key = [u8];
+
+    fn with_key<B, R>(
+        &self,
+        request: &Request<B>,
+        judge: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, KeyRejection> {
+        let value = request
+            .headers()
+            .get(&self.name)
+            .ok_or(KeyRejection::Missing)?;
+        if value.len() > self.max_bytes {
+            return Err(KeyRejection::TooLong);
+        }
+        Ok(judge(value.as_bytes()))
+    }
+}
+
+/// One key for every request: for a direct [`Limiter`](crate::Limiter) (which ignores keys),
+/// or a keyed one shared with other layers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct GlobalKey;
+
+impl KeyExtractor for GlobalKey {
+    type Key = ();
+
+    fn with_key<B, R>(
+        &self,
+        _request: &Request<B>,
+        judge: impl FnOnce(&()) -> R,
+    ) -> Result<R, KeyRejection> {
+        Ok(judge(&()))
+    }
+}
+
+/// Keys requests by what a closure returns from the request's head (method, URI, headers,
+/// extensions): `None` is [`KeyRejection::Missing`].
+///
+/// ```
+/// use nanolimit::http::{KeyExtractor, KeyFn, RequestHead};
+///
+/// // The first path segment: per-tenant limits for /tenant/...
+/// let tenant = KeyFn::new(|head: &RequestHead<'_>| {
+///     head.uri.path().split('/').nth(1).map(str::to_owned)
+/// });
+/// let request = http::Request::get("/acme/orders").body(())?;
+/// assert_eq!(tenant.with_key(&request, |key: &String| key.clone())?, "acme");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct KeyFn<F> {
+    extract: F,
+}
+
+impl<F> KeyFn<F> {
+    /// Keys requests by `extract`.
+    pub fn new(extract: F) -> Self {
+        KeyFn { extract }
+    }
+}
+
+impl<F> fmt::Debug for KeyFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyFn").finish_non_exhaustive()
+    }
+}
+
+impl<K, F> KeyExtractor for KeyFn<F>
+where
+    F: Fn(&RequestHead<'_>) -> Option<K> + Send + Sync + 'static,
+{
+    type Key = K;
+
+    fn with_key<B, R>(
+        &self,
+        request: &Request<B>,
+        judge: impl FnOnce(&K) -> R,
+    ) -> Result<R, KeyRejection> {
+        let key = (self.extract)(&RequestHead::of(request)).ok_or(KeyRejection::Missing)?;
+        Ok(judge(&key))
+    }
+}
+
+/// What closures see of a request (its head, not its body), whatever the body type.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct RequestHead<'request> {
+    /// The method.
+    pub method: &'request http::Method,
+    /// The URI.
+    pub uri: &'request http::Uri,
+    /// The headers.
+    pub headers: &'request http::HeaderMap,
+    /// The extensions (the peer address, authentication results...).
+    pub extensions: &'request http::Extensions,
+}
+
+impl<'request> RequestHead<'request> {
+    /// The head of `request`.
+    pub fn of<B>(request: &'request Request<B>) -> Self {
+        RequestHead {
+            method: request.method(),
+            uri: request.uri(),
+            headers: request.headers(),
+            extensions: request.extensions(),
+        }
+    }
+}

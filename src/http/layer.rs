@@ -1,0 +1,668 @@
+//! The tower layer and service: check each request, answer 429 (or pass it on, or delay it).
+
+use super::headers::HeaderOptions;
+use super::key::{GlobalKey, KeyExtractor, KeyRejection, RequestHead};
+use super::limiter::HttpLimiter;
+use crate::clock::Clock;
+use crate::decision::Decision;
+use crate::direct::Limiter;
+use crate::keyed::{KeyMode, KeyedLimiter};
+use crate::quota::Quota;
+use crate::request::{Request as LimitRequest, Tier};
+use crate::sync::{AtomicU64, Ordering};
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response, StatusCode};
+use std::sync::Arc;
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// Marks a response that shadow mode let through although the limit would have rejected it.
+static SHADOW_MARK: HeaderName = HeaderName::from_static("ratelimit-shadow");
+
+type CostFn = Box<dyn Fn(&RequestHead<'_>) -> u64 + Send + Sync>;
+type TierFn<Q> = Box<dyn Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync>;
+type RejectionFn = Box<dyn Fn(&Rejected) -> Response<String> + Send + Sync>;
+
+/// What the layer does with a request the limit rejects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Mode {
+    /// Answer it with `429 Too Many Requests` and its headers (the default).
+    Reject,
+    /// Let it through, counting it ([`LayerStats::would_reject`]); with `mark`, add the header
+    /// `RateLimit-Shadow: rejected` to its response. For rolling out a limit: see what it
+    /// would do before it does it.
+    Shadow {
+        /// Whether to mark the responses the limit would have rejected.
+        mark: bool,
+    },
+}
+
+/// Why the layer answered a request itself, for a custom rejection response
+/// ([`RateLimitLayer::rejection`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Rejected {
+    /// What happened.
+    pub reason: RejectionReason,
+    /// The status the layer would answer with.
+    pub status: StatusCode,
+    /// The rate-limit headers the layer would send (`Retry-After` included), if any.
+    pub headers: HeaderMap,
+}
+
+/// Why a request was answered by the layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RejectionReason {
+    /// The limit is used up (429).
+    RateLimited,
+    /// A keyed table full of live keys had no room for the client's key (503 by default): not
+    /// the client's doing, and its `Retry-After` is never 0.
+    TableFull,
+    /// The request has no usable key (400 by default).
+    Key(KeyRejection),
+    /// The request's cost is above the limit: it could never pass (413).
+    CostAboveLimit,
+    /// Delay mode: it would have had to wait longer than the maximum (429).
+    WaitTooLong,
+}
+
+/// Counts of what a layer did, since it was built.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct LayerStats {
+    /// Requests passed on at once.
+    pub allowed: u64,
+    /// Requests answered 429 (or 503 for a full table).
+    pub rejected: u64,
+    /// Requests shadow mode let through that the limit would have rejected.
+    pub would_reject: u64,
+    /// Requests delay mode held back before passing them on.
+    pub delayed: u64,
+    /// Requests answered for want of a usable key, or for a cost above the limit.
+    pub unusable: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    allowed: AtomicU64,
+    rejected: AtomicU64,
+    would_reject: AtomicU64,
+    delayed: AtomicU64,
+    unusable: AtomicU64,
+}
+
+impl Counters {
+    fn count(counter: &AtomicU64) {
+        // ORDERING: Relaxed; statistics, read with Relaxed loads, publishing nothing.
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn read(counter: &AtomicU64) -> u64 {
+        // ORDERING: Relaxed, as above.
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// How delay mode books a request: the limiter's `reserve_with`, reduced to what the layer
+/// needs (set only by `delay`, where the quota is known to be reservable).
+#[cfg(feature = "tokio")]
+type ReserveFn<L, K, Q> = fn(&L, &K, LimitRequest<Q>) -> Option<Result<std::time::Duration, ()>>;
+
+/// Delay mode's settings.
+#[cfg(feature = "tokio")]
+struct Delay<L, K: ?Sized, Q: Quota> {
+    max_wait: std::time::Duration,
+    reserve: ReserveFn<L, K, Q>,
+}
+
+struct Shared<L, X: KeyExtractor, Q: Quota> {
+    limiter: Arc<L>,
+    extractor: X,
+    headers: HeaderOptions,
+    headers_on_allowed: bool,
+    mode: Mode,
+    #[cfg(feature = "tokio")]
+    delay: Option<Delay<L, X::Key, Q>>,
+    cost: Option<CostFn>,
+    tier: Option<TierFn<Q>>,
+    key_rejection_status: StatusCode,
+    table_full_status: StatusCode,
+    rejection: Option<RejectionFn>,
+    counters: Counters,
+}
+
+/// A [`tower_layer::Layer`] that checks every request against a nanolimit limiter: direct
+/// ([`direct`](Self::direct)) or keyed by what an extractor finds in the request
+/// ([`keyed`](Self::keyed): [`PeerIp`](super::PeerIp), [`HeaderKey`](super::HeaderKey),
+/// [`KeyFn`](super::KeyFn)). Works with axum, hyper and tonic (any `tower::Service` over
+/// `http::Request`s whose response body can be made from a `String`).
+///
+/// | option | default |
+/// |---|---|
+/// | policy name in the headers ([`headers`](Self::headers)) | `"default"`, IETF headers only |
+/// | headers on allowed responses ([`headers_on_allowed`](Self::headers_on_allowed)) | off |
+/// | cost per request ([`cost`](Self::cost)) | 1 |
+/// | tier per request ([`tier`](Self::tier)) | the limiter's quota |
+/// | mode ([`mode`](Self::mode), [`delay`](Self::delay)) | [`Mode::Reject`] |
+/// | status for a request without a usable key ([`key_rejection_status`](Self::key_rejection_status)) | 400 |
+/// | status for a key refused by a full table ([`table_full_status`](Self::table_full_status)) | 503 |
+/// | rejection response ([`rejection`](Self::rejection)) | the status, the headers, a one-line text body |
+///
+/// ```
+/// use nanolimit::http::{PeerIp, RateLimitLayer};
+/// use nanolimit::{Gcra, KeyedLimiter};
+/// use std::net::IpAddr;
+/// use std::sync::Arc;
+///
+/// let per_ip = KeyedLimiter::<IpAddr, _>::new(Gcra::per_second(10)?, 100_000)?;
+/// let layer = RateLimitLayer::keyed(Arc::new(per_ip), PeerIp::new())
+///     .headers(nanolimit::http::HeaderOptions::new("per-ip")?)
+///     .headers_on_allowed(true);
+/// // axum: Router::new().route(...).layer(layer)
+/// # let _ = layer;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RateLimitLayer<L, X: KeyExtractor, Q: Quota> {
+    shared: Arc<Shared<L, X, Q>>,
+}
+
+impl<L, X: KeyExtractor, Q: Quota> Clone for RateLimitLayer<L, X, Q> {
+    fn clone(&self) -> Self {
+        RateLimitLayer {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitLayer<L, X, Q> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitLayer")
+            .field("headers", &self.shared.headers)
+            .field("mode", &self.shared.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Q: Quota, C: Clock + 'static> RateLimitLayer<Limiter<Q, C>, GlobalKey, Q> {
+    /// A layer checking every request against one direct limiter.
+    ///
+    /// ```
+    /// use nanolimit::http::RateLimitLayer;
+    /// use nanolimit::{Gcra, Limiter};
+    /// use std::sync::Arc;
+    ///
+    /// let layer = RateLimitLayer::direct(Arc::new(Limiter::new(Gcra::per_second(1_000)?)));
+    /// assert_eq!(layer.stats().allowed, 0);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn direct(limiter: Arc<Limiter<Q, C>>) -> Self {
+        RateLimitLayer::with_extractor(limiter, GlobalKey)
+    }
+}
+
+impl<K, Q, C, M, X> RateLimitLayer<KeyedLimiter<K, Q, C, M>, X, Q>
+where
+    K: ?Sized + 'static,
+    Q: Quota,
+    C: Clock + 'static,
+    M: KeyMode<K> + 'static,
+    X: KeyExtractor<Key = K>,
+{
+    /// A layer checking each request against the state of the key `extractor` finds in it.
+    pub fn keyed(limiter: Arc<KeyedLimiter<K, Q, C, M>>, extractor: X) -> Self {
+        RateLimitLayer::with_extractor(limiter, extractor)
+    }
+}
+
+impl<L, X, Q> RateLimitLayer<L, X, Q>
+where
+    L: HttpLimiter<X::Key, Quota = Q>,
+    X: KeyExtractor,
+    Q: Quota,
+{
+    /// A layer over any limiter the layer can check ([`HttpLimiter`]), keyed by `extractor`.
+    pub fn with_extractor(limiter: Arc<L>, extractor: X) -> Self {
+        RateLimitLayer {
+            shared: Arc::new(Shared {
+                limiter,
+                extractor,
+                headers: HeaderOptions::new("default").expect("a valid policy name"),
+                headers_on_allowed: false,
+                mode: Mode::Reject,
+                #[cfg(feature = "tokio")]
+                delay: None,
+                cost: None,
+                tier: None,
+                key_rejection_status: StatusCode::BAD_REQUEST,
+                table_full_status: StatusCode::SERVICE_UNAVAILABLE,
+                rejection: None,
+                counters: Counters::default(),
+            }),
+        }
+    }
+
+    fn configure(mut self, change: impl FnOnce(&mut Shared<L, X, Q>)) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => change(shared),
+            // Options are set before the layer is cloned into services; a layer already
+            // shared keeps its options.
+            None => debug_assert!(false, "configure a RateLimitLayer before cloning it"),
+        }
+        self
+    }
+
+    /// Which headers responses carry, and the policy name ([`HeaderOptions`]).
+    pub fn headers(self, headers: HeaderOptions) -> Self {
+        self.configure(|shared| shared.headers = headers)
+    }
+
+    /// Whether allowed responses carry the headers too (a rejection always does).
+    pub fn headers_on_allowed(self, on: bool) -> Self {
+        self.configure(|shared| shared.headers_on_allowed = on)
+    }
+
+    /// The cost of each request, from its head (by endpoint weight, by declared body size).
+    ///
+    /// ```
+    /// use nanolimit::http::{RateLimitLayer, RequestHead};
+    /// use nanolimit::{Gcra, Limiter};
+    /// use std::sync::Arc;
+    ///
+    /// let limiter = Arc::new(Limiter::new(Gcra::per_second(100)?));
+    /// let layer = RateLimitLayer::direct(limiter).cost(|head: &RequestHead<'_>| {
+    ///     if head.uri.path().starts_with("/search") { 10 } else { 1 }
+    /// });
+    /// # let _ = layer;
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn cost(self, cost: impl Fn(&RequestHead<'_>) -> u64 + Send + Sync + 'static) -> Self {
+        self.configure(|shared| shared.cost = Some(Box::new(cost)))
+    }
+
+    /// The tier each request is judged under, from its head (`None`: the limiter's quota).
+    /// Make the tiers once with the limiter's `tier`.
+    pub fn tier(
+        self,
+        tier: impl Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync + 'static,
+    ) -> Self {
+        self.configure(|shared| shared.tier = Some(Box::new(tier)))
+    }
+
+    /// What to do with a request the limit rejects ([`Mode`]).
+    pub fn mode(self, mode: Mode) -> Self {
+        self.configure(|shared| shared.mode = mode)
+    }
+
+    /// The status for a request without a usable key (400 by default).
+    pub fn key_rejection_status(self, status: StatusCode) -> Self {
+        self.configure(|shared| shared.key_rejection_status = status)
+    }
+
+    /// The status for a client whose key a full keyed table refused (503 by default).
+    pub fn table_full_status(self, status: StatusCode) -> Self {
+        self.configure(|shared| shared.table_full_status = status)
+    }
+
+    /// A custom response for every request the layer answers itself. Its body becomes the
+    /// service's body type through `From<String>`.
+    pub fn rejection(
+        self,
+        rejection: impl Fn(&Rejected) -> Response<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.configure(|shared| shared.rejection = Some(Box::new(rejection)))
+    }
+
+    /// What the layer has done so far.
+    pub fn stats(&self) -> LayerStats {
+        let counters = &self.shared.counters;
+        LayerStats {
+            allowed: Counters::read(&counters.allowed),
+            rejected: Counters::read(&counters.rejected),
+            would_reject: Counters::read(&counters.would_reject),
+            delayed: Counters::read(&counters.delayed),
+            unusable: Counters::read(&counters.unusable),
+        }
+    }
+
+    /// The limiter behind the layer.
+    pub fn limiter(&self) -> &Arc<L> {
+        &self.shared.limiter
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl<L, X, Q> RateLimitLayer<L, X, Q>
+where
+    L: super::limiter::HttpReservingLimiter<X::Key, Quota = Q>,
+    X: KeyExtractor,
+    Q: crate::quota::Reservable,
+{
+    /// Delay mode (features `http` and `tokio`): a request the limit cannot admit now is
+    /// booked for later with a reservation and held until its start, if that is at most
+    /// `max_wait` away; otherwise it is rejected, booking nothing. Held requests pass in the
+    /// order they came. A client that disconnects while held keeps its booking (the time it
+    /// held is not given back).
+    pub fn delay(self, max_wait: std::time::Duration) -> Self {
+        fn reserve<L, K, Q>(
+            limiter: &L,
+            key: &K,
+            request: LimitRequest<Q>,
+        ) -> Option<Result<std::time::Duration, ()>>
+        where
+            L: super::limiter::HttpReservingLimiter<K, Quota = Q>,
+            K: ?Sized,
+            Q: crate::quota::Reservable,
+        {
+            let reservation = limiter.reserve_with(key, request).ok()?;
+            Some(if reservation.is_granted() {
+                Ok(reservation.delay())
+            } else {
+                Err(())
+            })
+        }
+        let delay = Delay {
+            max_wait,
+            reserve: reserve::<L, X::Key, Q>,
+        };
+        self.configure(|shared| shared.delay = Some(delay))
+    }
+}
+
+impl<S, L, X: KeyExtractor, Q: Quota> Layer<S> for RateLimitLayer<L, X, Q> {
+    type Service = RateLimitService<S, L, X, Q>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimitService {
+            inner,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// The service a [`RateLimitLayer`] wraps around another.
+pub struct RateLimitService<S, L, X: KeyExtractor, Q: Quota> {
+    inner: S,
+    shared: Arc<Shared<L, X, Q>>,
+}
+
+impl<S: Clone, L, X: KeyExtractor, Q: Quota> Clone for RateLimitService<S, L, X, Q> {
+    fn clone(&self) -> Self {
+        RateLimitService {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: fmt::Debug, L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitService<S, L, X, Q> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the check of one request decided.
+enum Verdict<Q: Quota> {
+    Pass(Option<Decision<Q>>),
+    Answer(Rejected),
+    #[cfg(feature = "tokio")]
+    Hold(std::time::Duration),
+}
+
+impl<L, X, Q> Shared<L, X, Q>
+where
+    L: HttpLimiter<X::Key, Quota = Q>,
+    X: KeyExtractor,
+    Q: Quota,
+{
+    fn judge<B>(&self, request: &Request<B>) -> Verdict<Q> {
+        let head = RequestHead::of(request);
+        let mut limit_request =
+            LimitRequest::cost(self.cost.as_ref().map_or(1, |cost| cost(&head)));
+        if let Some(tier) = self.tier.as_ref().and_then(|tier| tier(&head)) {
+            limit_request = limit_request.tier(tier);
+        }
+        #[cfg(feature = "tokio")]
+        if let Some(delay) = &self.delay {
+            let booked = self.extractor.with_key(request, |key| {
+                (delay.reserve)(&self.limiter, key, limit_request.max_wait(delay.max_wait))
+            });
+            match booked {
+                Ok(Some(Ok(delay))) if delay.is_zero() => {
+                    Counters::count(&self.counters.allowed);
+                    return Verdict::Pass(None);
+                }
+                Ok(Some(Ok(delay))) => {
+                    Counters::count(&self.counters.delayed);
+                    return Verdict::Hold(delay);
+                }
+                // Refused, or unusable: judged as a check below, for the answer's headers.
+                Ok(Some(Err(()))) | Ok(None) | Err(_) => {}
+            }
+        }
+        let decided = self
+            .extractor
+            .with_key(request, |key| self.limiter.check_with(key, limit_request));
+        let decision = match decided {
+            Err(rejection) => {
+                Counters::count(&self.counters.unusable);
+                return Verdict::Answer(self.rejected(
+                    RejectionReason::Key(rejection),
+                    self.key_rejection_status,
+                    HeaderMap::new(),
+                ));
+            }
+            Ok(Err(_cost_above_limit)) => {
+                Counters::count(&self.counters.unusable);
+                return Verdict::Answer(self.rejected(
+                    RejectionReason::CostAboveLimit,
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    HeaderMap::new(),
+                ));
+            }
+            Ok(Ok(decision)) => decision,
+        };
+        if decision.is_allowed() {
+            Counters::count(&self.counters.allowed);
+            return Verdict::Pass(self.headers_on_allowed.then_some(decision));
+        }
+        if let Mode::Shadow { .. } = self.mode {
+            Counters::count(&self.counters.would_reject);
+            return Verdict::Pass(Some(decision));
+        }
+        Counters::count(&self.counters.rejected);
+        let headers = self.headers.to_header_map(&decision);
+        let (reason, status) = if decision.is_untracked() {
+            (RejectionReason::TableFull, self.table_full_status)
+        } else if cfg!(feature = "tokio") && self.has_delay() {
+            (RejectionReason::WaitTooLong, StatusCode::TOO_MANY_REQUESTS)
+        } else {
+            (RejectionReason::RateLimited, StatusCode::TOO_MANY_REQUESTS)
+        };
+        Verdict::Answer(self.rejected(reason, status, headers))
+    }
+
+    #[cfg(feature = "tokio")]
+    fn has_delay(&self) -> bool {
+        self.delay.is_some()
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    fn has_delay(&self) -> bool {
+        false
+    }
+
+    fn rejected(
+        &self,
+        reason: RejectionReason,
+        status: StatusCode,
+        headers: HeaderMap,
+    ) -> Rejected {
+        Rejected {
+            reason,
+            status,
+            headers,
+        }
+    }
+
+    fn answer<ResBody: From<String>>(&self, rejected: Rejected) -> Response<ResBody> {
+        let response = match &self.rejection {
+            Some(custom) => custom(&rejected),
+            None => {
+                let text = match rejected.reason {
+                    RejectionReason::RateLimited | RejectionReason::WaitTooLong => {
+                        "Too Many Requests"
+                    }
+                    RejectionReason::TableFull => "Service Unavailable: too many clients",
+                    RejectionReason::Key(_) => "Bad Request: no rate-limit key",
+                    RejectionReason::CostAboveLimit => "Request Too Large for the rate limit",
+                };
+                let mut response = Response::new(text.to_owned());
+                *response.status_mut() = rejected.status;
+                *response.headers_mut() = rejected.headers;
+                response
+            }
+        };
+        response.map(ResBody::from)
+    }
+
+    /// The headers a passed request's response gets for `decision`: the rate-limit headers if
+    /// asked for on allowed responses (or if shadow mode let a rejection through), and shadow
+    /// mode's mark.
+    fn passed_headers(&self, decision: &Decision<Q>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if self.headers_on_allowed || decision.is_denied() {
+            self.headers.write(decision, &mut headers);
+        }
+        if decision.is_denied() {
+            if let Mode::Shadow { mark: true } = self.mode {
+                headers.insert(SHADOW_MARK.clone(), HeaderValue::from_static("rejected"));
+            }
+        }
+        headers
+    }
+}
+
+impl<S, L, X, Q, B, ResBody> Service<Request<B>> for RateLimitService<S, L, X, Q>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Send + 'static,
+    ResBody: From<String> + Send + 'static,
+    L: HttpLimiter<X::Key, Quota = Q>,
+    X: KeyExtractor,
+    Q: Quota,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, Q, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        match self.shared.judge(&request) {
+            Verdict::Pass(decision) => {
+                let headers = decision.map(|decision| self.shared.passed_headers(&decision));
+                ResponseFuture::passed(self.inner.call(request), headers)
+            }
+            Verdict::Answer(rejected) => ResponseFuture::answered(self.shared.answer(rejected)),
+            #[cfg(feature = "tokio")]
+            Verdict::Hold(delay) => {
+                // The service that was polled ready goes with the request; a clone stays.
+                let ready = self.inner.clone();
+                let mut inner = core::mem::replace(&mut self.inner, ready);
+                ResponseFuture::held(Box::pin(async move {
+                    tokio::time::sleep(delay).await;
+                    core::future::poll_fn(|cx| inner.poll_ready(cx)).await?;
+                    inner.call(request).await
+                }))
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of a [`RateLimitService`].
+    pub struct ResponseFuture<F, Q, ResBody, E> {
+        #[pin]
+        state: State<F, ResBody, E>,
+        headers: Option<HeaderMap>,
+        quota: core::marker::PhantomData<fn() -> Q>,
+    }
+}
+
+/// A held request's wait and call, boxed: delay mode's path sleeps anyway.
+type HeldFuture<ResBody, E> = Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>;
+
+pin_project_lite::pin_project! {
+    #[project = StateProjection]
+    enum State<F, ResBody, E> {
+        Passed { #[pin] future: F },
+        Answered { response: Option<Response<ResBody>> },
+        Held { future: HeldFuture<ResBody, E> },
+    }
+}
+
+impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
+    fn passed(future: F, headers: Option<HeaderMap>) -> Self {
+        ResponseFuture {
+            state: State::Passed { future },
+            headers: headers.filter(|headers| !headers.is_empty()),
+            quota: core::marker::PhantomData,
+        }
+    }
+
+    fn answered(response: Response<ResBody>) -> Self {
+        ResponseFuture {
+            state: State::Answered {
+                response: Some(response),
+            },
+            headers: None,
+            quota: core::marker::PhantomData,
+        }
+    }
+
+    #[cfg(feature = "tokio")]
+    fn held(future: Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>) -> Self {
+        ResponseFuture {
+            state: State::Held { future },
+            headers: None,
+            quota: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<F, Q, ResBody, E> Future for ResponseFuture<F, Q, ResBody, E>
+where
+    F: Future<Output = Result<Response<ResBody>, E>>,
+{
+    type Output = Result<Response<ResBody>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = match this.state.project() {
+            StateProjection::Passed { future } => match future.poll(cx) {
+                Poll::Ready(result) => result?,
+                Poll::Pending => return Poll::Pending,
+            },
+            StateProjection::Answered { response } => {
+                return Poll::Ready(Ok(response.take().expect("polled after completion")));
+            }
+            StateProjection::Held { future } => return future.as_mut().poll(cx),
+        };
+        if let Some(headers) = this.headers.take() {
+            response.headers_mut().extend(headers);
+        }
+        Poll::Ready(Ok(response))
+    }
+}

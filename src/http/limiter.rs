@@ -1,0 +1,79 @@
+//! The limiters a layer can put in front of a service: direct and keyed, any quota.
+
+use crate::clock::Clock;
+use crate::decision::Decision;
+use crate::direct::Limiter;
+use crate::error::RequestError;
+use crate::keyed::{KeyMode, KeyedLimiter};
+use crate::quota::{Quota, Reservable};
+use crate::request::Request;
+use crate::throttle::Reservation;
+
+/// A limiter an HTTP layer checks requests against: [`Limiter`] (which ignores the key) and
+/// [`KeyedLimiter`].
+pub trait HttpLimiter<K: ?Sized>: Send + Sync + 'static {
+    /// The limiter's quota.
+    type Quota: Quota;
+
+    /// Checks `request` for `key`, as the limiter's `check_with` does.
+    fn check_with(
+        &self,
+        key: &K,
+        request: Request<Self::Quota>,
+    ) -> Result<Decision<Self::Quota>, RequestError>;
+}
+
+/// A limiter that can also book requests ahead: what the layer's delay mode needs.
+pub trait HttpReservingLimiter<K: ?Sized>: HttpLimiter<K>
+where
+    Self::Quota: Reservable,
+{
+    /// Books `request` for `key`, as the limiter's `reserve_with` does.
+    fn reserve_with(
+        &self,
+        key: &K,
+        request: Request<Self::Quota>,
+    ) -> Result<Reservation<'_>, RequestError>;
+}
+
+impl<K: ?Sized, Q: Quota, C: Clock + 'static> HttpLimiter<K> for Limiter<Q, C> {
+    type Quota = Q;
+
+    #[inline]
+    fn check_with(&self, _key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        Limiter::check_with(self, request)
+    }
+}
+
+impl<K: ?Sized, Q: Reservable, C: Clock + 'static> HttpReservingLimiter<K> for Limiter<Q, C> {
+    fn reserve_with(&self, _key: &K, request: Request<Q>) -> Result<Reservation<'_>, RequestError> {
+        Limiter::reserve_with(self, request)
+    }
+}
+
+impl<K, Q, C, M> HttpLimiter<K> for KeyedLimiter<K, Q, C, M>
+where
+    K: ?Sized + 'static,
+    Q: Quota,
+    C: Clock + 'static,
+    M: KeyMode<K> + 'static,
+{
+    type Quota = Q;
+
+    #[inline]
+    fn check_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        KeyedLimiter::check_with(self, key, request)
+    }
+}
+
+impl<K, Q, C, M> HttpReservingLimiter<K> for KeyedLimiter<K, Q, C, M>
+where
+    K: ?Sized + 'static,
+    Q: Reservable,
+    C: Clock + 'static,
+    M: KeyMode<K> + 'static,
+{
+    fn reserve_with(&self, key: &K, request: Request<Q>) -> Result<Reservation<'_>, RequestError> {
+        KeyedLimiter::reserve_with(self, key, request)
+    }
+}

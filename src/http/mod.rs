@@ -1,0 +1,24 @@
+//! HTTP: a [`tower_layer::Layer`] for axum, hyper and tonic servers that answers
+//! `429 Too Many Requests` with the standard headers (feature `http`).
+//!
+//! | part | what it is |
+//! |---|---|
+//! | [`RateLimitLayer`] | the layer: a direct or keyed limiter in front of a service, its modes ([`Mode`], delay) and options |
+//! | [`KeyExtractor`]: [`PeerIp`], [`HeaderKey`], [`GlobalKey`], [`KeyFn`] | what a request is limited by; trusted proxies; IPv6 prefixes |
+//! | [`HeaderOptions`] | the response headers from a [`Decision`](crate::Decision), usable without tower |
+//! | [`HttpLimiter`] | the limiters the layer can check |
+
+mod headers;
+mod key;
+mod layer;
+mod limiter;
+
+pub use headers::{HeaderOptions, InvalidPolicyName, LegacyReset};
+pub use key::{
+    ForwardingHeader, GlobalKey, HeaderKey, InvalidPrefix, KeyExtractor, KeyFn, KeyRejection,
+    PeerIp, RequestHead, MAX_FORWARDING_HEADER_BYTES,
+};
+pub use layer::{
+    LayerStats, Mode, RateLimitLayer, RateLimitService, Rejected, RejectionReason, ResponseFuture,
+};
+pub use limiter::{HttpLimiter, HttpReservingLimiter};
