@@ -174,3 +174,9 @@ fn ceil_seconds(duration: Duration) -> u64 {
 fn value(text: String) -> HeaderValue {
     HeaderValue::try_from(text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
+
+/// Whether `name` is one of the IETF list fields, which several policies (stacked layers)
+/// share by appending.
+pub(super) fn is_list_field(name: &HeaderName) -> bool {
+    name == RATELIMIT || name == RATELIMIT_POLICY
+}

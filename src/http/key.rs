@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 ///
 /// The key is lent to `judge` rather than returned, so an extractor can lend a slice of the
 /// request (a header's bytes) without copying it.
-pub trait KeyExtractor: Send + Sync + 'static {
+pub trait KeyExtractor: Clone + Send + Sync + 'static {
     /// The key type (`?Sized`: a header's value is a `[u8]`).
     type Key: ?Sized;
 
@@ -295,6 +295,18 @@ impl HeaderKey {
         }
     }
 
+    /// Keys by the header named `name` (any case), or says why `name` is not a header name.
+    ///
+    /// ```
+    /// use nanolimit::http::HeaderKey;
+    ///
+    /// assert!(HeaderKey::named("x-api-key").is_ok());
+    /// assert!(HeaderKey::named("not a header").is_err());
+    /// ```
+    pub fn named(name: &str) -> Result<Self, http::header::InvalidHeaderName> {
+        Ok(HeaderKey::new(HeaderName::from_bytes(name.as_bytes())?))
+    }
+
     /// Rejects values longer than `max_bytes`.
     pub fn max_bytes(mut self, max_bytes: usize) -> Self {
         self.max_bytes = max_bytes;
@@ -372,7 +384,7 @@ impl<F> fmt::Debug for KeyFn<F> {
 
 impl<K, F> KeyExtractor for KeyFn<F>
 where
-    F: Fn(&RequestHead<'_>) -> Option<K> + Send + Sync + 'static,
+    F: Fn(&RequestHead<'_>) -> Option<K> + Clone + Send + Sync + 'static,
 {
     type Key = K;
 

@@ -23,9 +23,9 @@ use tower_service::Service;
 /// Marks a response that shadow mode let through although the limit would have rejected it.
 static SHADOW_MARK: HeaderName = HeaderName::from_static("ratelimit-shadow");
 
-type CostFn = Box<dyn Fn(&RequestHead<'_>) -> u64 + Send + Sync>;
-type TierFn<Q> = Box<dyn Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync>;
-type RejectionFn = Box<dyn Fn(&Rejected) -> Response<String> + Send + Sync>;
+type CostFn = Arc<dyn Fn(&RequestHead<'_>) -> u64 + Send + Sync>;
+type TierFn<Q> = Arc<dyn Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync>;
+type RejectionFn = Arc<dyn Fn(&Rejected) -> Response<String> + Send + Sync>;
 
 /// What the layer does with a request the limit rejects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,7 +114,7 @@ impl Counters {
 #[cfg(feature = "tokio")]
 type ReserveFn<L, K, Q> = fn(&L, &K, LimitRequest<Q>) -> Option<Result<std::time::Duration, ()>>;
 
-/// Delay mode's settings.
+/// Delay mode's settings (copied field by field: a fn pointer and a duration).
 #[cfg(feature = "tokio")]
 struct Delay<L, K: ?Sized, Q: Quota> {
     max_wait: std::time::Duration,
@@ -134,7 +134,31 @@ struct Shared<L, X: KeyExtractor, Q: Quota> {
     key_rejection_status: StatusCode,
     table_full_status: StatusCode,
     rejection: Option<RejectionFn>,
-    counters: Counters,
+    /// Shared by every clone of the layer, and by the layers configured from them.
+    counters: Arc<Counters>,
+}
+
+impl<L, X: KeyExtractor, Q: Quota> Clone for Shared<L, X, Q> {
+    fn clone(&self) -> Self {
+        Shared {
+            limiter: Arc::clone(&self.limiter),
+            extractor: self.extractor.clone(),
+            headers: self.headers.clone(),
+            headers_on_allowed: self.headers_on_allowed,
+            mode: self.mode,
+            #[cfg(feature = "tokio")]
+            delay: self.delay.as_ref().map(|delay| Delay {
+                max_wait: delay.max_wait,
+                reserve: delay.reserve,
+            }),
+            cost: self.cost.clone(),
+            tier: self.tier.clone(),
+            key_rejection_status: self.key_rejection_status,
+            table_full_status: self.table_full_status,
+            rejection: self.rejection.clone(),
+            counters: Arc::clone(&self.counters),
+        }
+    }
 }
 
 /// A [`tower_layer::Layer`] that checks every request against a nanolimit limiter: direct
@@ -242,18 +266,15 @@ where
                 key_rejection_status: StatusCode::BAD_REQUEST,
                 table_full_status: StatusCode::SERVICE_UNAVAILABLE,
                 rejection: None,
-                counters: Counters::default(),
+                counters: Arc::new(Counters::default()),
             }),
         }
     }
 
+    /// Applies `change` to this layer's options: a layer cloned before keeps its own (its
+    /// services are unaffected), and shares the limiter and the statistics.
     fn configure(mut self, change: impl FnOnce(&mut Shared<L, X, Q>)) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => change(shared),
-            // Options are set before the layer is cloned into services; a layer already
-            // shared keeps its options.
-            None => debug_assert!(false, "configure a RateLimitLayer before cloning it"),
-        }
+        change(Arc::make_mut(&mut self.shared));
         self
     }
 
@@ -282,7 +303,7 @@ where
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     pub fn cost(self, cost: impl Fn(&RequestHead<'_>) -> u64 + Send + Sync + 'static) -> Self {
-        self.configure(|shared| shared.cost = Some(Box::new(cost)))
+        self.configure(|shared| shared.cost = Some(Arc::new(cost)))
     }
 
     /// The tier each request is judged under, from its head (`None`: the limiter's quota).
@@ -291,7 +312,7 @@ where
         self,
         tier: impl Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync + 'static,
     ) -> Self {
-        self.configure(|shared| shared.tier = Some(Box::new(tier)))
+        self.configure(|shared| shared.tier = Some(Arc::new(tier)))
     }
 
     /// What to do with a request the limit rejects ([`Mode`]).
@@ -299,7 +320,8 @@ where
         self.configure(|shared| shared.mode = mode)
     }
 
-    /// The status for a request without a usable key (400 by default).
+    /// The status for a request without a usable key (400 by default). A 401 must also carry
+    /// a `WWW-Authenticate` header (RFC 9110): add it with [`rejection`](Self::rejection).
     pub fn key_rejection_status(self, status: StatusCode) -> Self {
         self.configure(|shared| shared.key_rejection_status = status)
     }
@@ -315,7 +337,7 @@ where
         self,
         rejection: impl Fn(&Rejected) -> Response<String> + Send + Sync + 'static,
     ) -> Self {
-        self.configure(|shared| shared.rejection = Some(Box::new(rejection)))
+        self.configure(|shared| shared.rejection = Some(Arc::new(rejection)))
     }
 
     /// What the layer has done so far.
@@ -661,8 +683,28 @@ where
             StateProjection::Held { future } => return future.as_mut().poll(cx),
         };
         if let Some(headers) = this.headers.take() {
-            response.headers_mut().extend(headers);
+            merge_headers(response.headers_mut(), headers);
         }
         Poll::Ready(Ok(response))
+    }
+}
+
+/// Adds a layer's headers to a response that may carry another layer's: the IETF fields are
+/// lists, so each layer's policy is appended (`"per-ip";r=9;t=1` and `"api";r=99;t=60` in one
+/// response); the others are replaced.
+fn merge_headers(response: &mut HeaderMap, headers: HeaderMap) {
+    let mut current: Option<HeaderName> = None;
+    for (name, value) in headers {
+        if let Some(name) = name {
+            current = Some(name);
+        }
+        let Some(name) = current.as_ref() else {
+            continue;
+        };
+        if super::headers::is_list_field(name) {
+            response.append(name.clone(), value);
+        } else {
+            response.insert(name.clone(), value);
+        }
     }
 }
