@@ -162,6 +162,15 @@ impl<Q: Quota> Request<Q> {
     }
 }
 
+impl<Q: Quota> Request<Q> {
+    /// This request with `other`'s tier (for the HTTP layer's peeks).
+    #[cfg(all(feature = "http", feature = "tokio"))]
+    pub(crate) fn tier_of(mut self, other: &Request<Q>) -> Self {
+        self.tier = other.tier;
+        self
+    }
+}
+
 impl<Q: Quota> Default for Request<Q> {
     fn default() -> Self {
         Request::new()

@@ -128,8 +128,20 @@ impl HeaderOptions {
         headers
     }
 
-    /// Writes the headers for `decision` into `headers`, replacing any of the same names.
+    /// Writes the headers for `decision` into `headers`, replacing any of the same names:
+    /// the rate-limit headers, and `Retry-After` if it was denied.
     pub fn write<Q: Quota>(&self, decision: &Decision<Q>, headers: &mut HeaderMap) {
+        self.write_limits(decision, headers);
+        if decision.is_denied() {
+            // A denial's wait is positive (a refused new key's at least 1 ns): at least 1 s.
+            let retry_after_seconds = ceil_seconds(decision.retry_after()).max(1);
+            headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+        }
+    }
+
+    /// Writes the rate-limit headers for `decision` (what remains, the reset), but no
+    /// `Retry-After`: for a response that is not a rejection.
+    pub fn write_limits<Q: Quota>(&self, decision: &Decision<Q>, headers: &mut HeaderMap) {
         let limit = decision.limit().min(MAX_STRUCTURED_INTEGER);
         let remaining = decision.remaining().min(MAX_STRUCTURED_INTEGER);
         let reset_seconds = ceil_seconds(decision.reset_after());
@@ -153,11 +165,6 @@ impl HeaderOptions {
                 }
             };
             headers.insert(X_RATELIMIT_RESET.clone(), HeaderValue::from(reset_value));
-        }
-        if decision.is_denied() {
-            // A denial's wait is positive (a refused new key's at least 1 ns): at least 1 s.
-            let retry_after_seconds = ceil_seconds(decision.retry_after()).max(1);
-            headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_seconds));
         }
     }
 }

@@ -184,7 +184,9 @@ impl PeerIp {
             ForwardingHeader::Forwarded => FORWARDED,
         };
         let mut total_bytes = 0;
-        // Every address the proxies appended, in order, over all fields of the header.
+        // Every element the proxies appended, in order, over all fields of the header. Only
+        // the client's is parsed: elements further left were written by proxies (or clients)
+        // nobody trusts, and may be anything (`unknown`, an obfuscated `_hidden`).
         let mut chain = Vec::new();
         for field in request.headers().get_all(&name) {
             total_bytes += field.len();
@@ -192,13 +194,7 @@ impl PeerIp {
                 return Err(KeyRejection::TooLong);
             }
             let text = field.to_str().map_err(|_| KeyRejection::Malformed)?;
-            for element in text.split(',') {
-                let address = match self.header {
-                    ForwardingHeader::XForwardedFor => parse_address(element.trim()),
-                    ForwardingHeader::Forwarded => forwarded_for(element),
-                };
-                chain.push(address.ok_or(KeyRejection::Malformed)?);
-            }
+            chain.extend(text.split(','));
         }
         if chain.is_empty() {
             return Err(KeyRejection::Missing);
@@ -207,7 +203,11 @@ impl PeerIp {
             .len()
             .checked_sub(self.trusted_proxies)
             .ok_or(KeyRejection::Malformed)?;
-        Ok(chain[index])
+        let client = match self.header {
+            ForwardingHeader::XForwardedFor => parse_address(chain[index].trim()),
+            ForwardingHeader::Forwarded => forwarded_for(chain[index]),
+        };
+        client.ok_or(KeyRejection::Malformed)
     }
 }
 

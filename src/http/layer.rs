@@ -433,9 +433,13 @@ impl<S: fmt::Debug, L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitServic
 /// What the check of one request decided.
 enum Verdict<Q: Quota> {
     Pass(Option<Decision<Q>>),
-    Answer(Rejected),
+    /// Passed on, with these headers (delay mode, where the headers come from a peek).
     #[cfg(feature = "tokio")]
-    Hold(std::time::Duration),
+    PassWith(Option<HeaderMap>),
+    Answer(Rejected),
+    /// Held for this long, then passed on with these headers.
+    #[cfg(feature = "tokio")]
+    Hold(std::time::Duration, Option<HeaderMap>),
 }
 
 impl<L, X, Q> Shared<L, X, Q>
@@ -456,17 +460,25 @@ where
             let booked = self.extractor.with_key(request, |key| {
                 (delay.reserve)(&self.limiter, key, limit_request.max_wait(delay.max_wait))
             });
-            match booked {
-                Ok(Some(Ok(delay))) if delay.is_zero() => {
+            // A granted booking passes now or is held; a refused or unusable one is judged as
+            // a check below, for the answer and its headers.
+            if let Ok(Some(Ok(delay))) = booked {
+                // The state after the booking, for the headers: a peek of no cost.
+                let decision = self.headers_on_allowed.then(|| {
+                    let peek = LimitRequest::cost(0).tier_of(&limit_request);
+                    self.extractor
+                        .with_key(request, |key| self.limiter.peek_with(key, peek))
+                });
+                let headers = match decision {
+                    Some(Ok(Ok(decision))) => Some(self.passed_headers(&decision)),
+                    _ => None,
+                };
+                if delay.is_zero() {
                     Counters::count(&self.counters.allowed);
-                    return Verdict::Pass(None);
+                    return Verdict::PassWith(headers);
                 }
-                Ok(Some(Ok(delay))) => {
-                    Counters::count(&self.counters.delayed);
-                    return Verdict::Hold(delay);
-                }
-                // Refused, or unusable: judged as a check below, for the answer's headers.
-                Ok(Some(Err(()))) | Ok(None) | Err(_) => {}
+                Counters::count(&self.counters.delayed);
+                return Verdict::Hold(delay, headers);
             }
         }
         let decided = self
@@ -560,8 +572,9 @@ where
     /// mode's mark.
     fn passed_headers(&self, decision: &Decision<Q>) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        if self.headers_on_allowed || decision.is_denied() {
-            self.headers.write(decision, &mut headers);
+        // A passed request is not a rejection: no `Retry-After`, even in shadow mode.
+        if self.headers_on_allowed {
+            self.headers.write_limits(decision, &mut headers);
         }
         if decision.is_denied() {
             if let Mode::Shadow { mark: true } = self.mode {
@@ -599,14 +612,20 @@ where
             }
             Verdict::Answer(rejected) => ResponseFuture::answered(self.shared.answer(rejected)),
             #[cfg(feature = "tokio")]
-            Verdict::Hold(delay) => {
+            Verdict::PassWith(headers) => ResponseFuture::passed(self.inner.call(request), headers),
+            #[cfg(feature = "tokio")]
+            Verdict::Hold(delay, headers) => {
                 // The service that was polled ready goes with the request; a clone stays.
                 let ready = self.inner.clone();
                 let mut inner = core::mem::replace(&mut self.inner, ready);
                 ResponseFuture::held(Box::pin(async move {
                     tokio::time::sleep(delay).await;
                     core::future::poll_fn(|cx| inner.poll_ready(cx)).await?;
-                    inner.call(request).await
+                    let mut response = inner.call(request).await?;
+                    if let Some(headers) = headers {
+                        merge_headers(response.headers_mut(), headers);
+                    }
+                    Ok(response)
                 }))
             }
         }

@@ -21,6 +21,14 @@ pub trait HttpLimiter<K: ?Sized>: Send + Sync + 'static {
         key: &K,
         request: Request<Self::Quota>,
     ) -> Result<Decision<Self::Quota>, RequestError>;
+
+    /// Judges `request` for `key` without consuming anything, as the limiter's `peek_with`
+    /// does.
+    fn peek_with(
+        &self,
+        key: &K,
+        request: Request<Self::Quota>,
+    ) -> Result<Decision<Self::Quota>, RequestError>;
 }
 
 /// A limiter that can also book requests ahead: what the layer's delay mode needs.
@@ -43,6 +51,10 @@ impl<K: ?Sized, Q: Quota, C: Clock + 'static> HttpLimiter<K> for Limiter<Q, C> {
     fn check_with(&self, _key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         Limiter::check_with(self, request)
     }
+
+    fn peek_with(&self, _key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        Limiter::peek_with(self, request)
+    }
 }
 
 impl<K: ?Sized, Q: Reservable, C: Clock + 'static> HttpReservingLimiter<K> for Limiter<Q, C> {
@@ -63,6 +75,10 @@ where
     #[inline]
     fn check_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         KeyedLimiter::check_with(self, key, request)
+    }
+
+    fn peek_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        KeyedLimiter::peek_with(self, key, request)
     }
 }
 
