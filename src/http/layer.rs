@@ -3,25 +3,23 @@
 use super::headers::HeaderOptions;
 use super::key::{GlobalKey, KeyExtractor, KeyRejection, RequestHead};
 use super::limiter::HttpLimiter;
+use super::service::RateLimitService;
 use crate::clock::Clock;
-use crate::decision::Decision;
 use crate::direct::Limiter;
 use crate::keyed::{KeyMode, KeyedLimiter};
 use crate::quota::Quota;
-use crate::request::{Request as LimitRequest, Tier};
+#[cfg(feature = "tokio")]
+use crate::request::Request as LimitRequest;
+use crate::request::Tier;
 use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
-use core::future::Future;
-use core::pin::Pin;
-use core::task::{Context, Poll};
-use http::header::{HeaderMap, HeaderName, HeaderValue};
-use http::{Request, Response, StatusCode};
+use http::header::{HeaderMap, HeaderName};
+use http::{Response, StatusCode};
 use std::sync::Arc;
 use tower_layer::Layer;
-use tower_service::Service;
 
 /// Marks a response that shadow mode let through although the limit would have rejected it.
-static SHADOW_MARK: HeaderName = HeaderName::from_static("ratelimit-shadow");
+pub(super) static SHADOW_MARK: HeaderName = HeaderName::from_static("ratelimit-shadow");
 
 type CostFn = Arc<dyn Fn(&RequestHead<'_>) -> u64 + Send + Sync>;
 type TierFn<Q> = Arc<dyn Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync>;
@@ -89,16 +87,16 @@ pub struct LayerStats {
 }
 
 #[derive(Debug, Default)]
-struct Counters {
-    allowed: AtomicU64,
-    rejected: AtomicU64,
-    would_reject: AtomicU64,
-    delayed: AtomicU64,
-    unusable: AtomicU64,
+pub(super) struct Counters {
+    pub(super) allowed: AtomicU64,
+    pub(super) rejected: AtomicU64,
+    pub(super) would_reject: AtomicU64,
+    pub(super) delayed: AtomicU64,
+    pub(super) unusable: AtomicU64,
 }
 
 impl Counters {
-    fn count(counter: &AtomicU64) {
+    pub(super) fn count(counter: &AtomicU64) {
         // ORDERING: Relaxed; statistics, read with Relaxed loads, publishing nothing.
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -116,26 +114,26 @@ type ReserveFn<L, K, Q> = fn(&L, &K, LimitRequest<Q>) -> Option<Result<std::time
 
 /// Delay mode's settings (copied field by field: a fn pointer and a duration).
 #[cfg(feature = "tokio")]
-struct Delay<L, K: ?Sized, Q: Quota> {
-    max_wait: std::time::Duration,
-    reserve: ReserveFn<L, K, Q>,
+pub(super) struct Delay<L, K: ?Sized, Q: Quota> {
+    pub(super) max_wait: std::time::Duration,
+    pub(super) reserve: ReserveFn<L, K, Q>,
 }
 
-struct Shared<L, X: KeyExtractor, Q: Quota> {
-    limiter: Arc<L>,
-    extractor: X,
-    headers: HeaderOptions,
-    headers_on_allowed: bool,
-    mode: Mode,
+pub(super) struct Shared<L, X: KeyExtractor, Q: Quota> {
+    pub(super) limiter: Arc<L>,
+    pub(super) extractor: X,
+    pub(super) headers: HeaderOptions,
+    pub(super) headers_on_allowed: bool,
+    pub(super) mode: Mode,
     #[cfg(feature = "tokio")]
-    delay: Option<Delay<L, X::Key, Q>>,
-    cost: Option<CostFn>,
-    tier: Option<TierFn<Q>>,
-    key_rejection_status: StatusCode,
-    table_full_status: StatusCode,
-    rejection: Option<RejectionFn>,
+    pub(super) delay: Option<Delay<L, X::Key, Q>>,
+    pub(super) cost: Option<CostFn>,
+    pub(super) tier: Option<TierFn<Q>>,
+    pub(super) key_rejection_status: StatusCode,
+    pub(super) table_full_status: StatusCode,
+    pub(super) rejection: Option<RejectionFn>,
     /// Shared by every clone of the layer, and by the layers configured from them.
-    counters: Arc<Counters>,
+    pub(super) counters: Arc<Counters>,
 }
 
 impl<L, X: KeyExtractor, Q: Quota> Clone for Shared<L, X, Q> {
@@ -403,327 +401,6 @@ impl<S, L, X: KeyExtractor, Q: Quota> Layer<S> for RateLimitLayer<L, X, Q> {
         RateLimitService {
             inner,
             shared: Arc::clone(&self.shared),
-        }
-    }
-}
-
-/// The service a [`RateLimitLayer`] wraps around another.
-pub struct RateLimitService<S, L, X: KeyExtractor, Q: Quota> {
-    inner: S,
-    shared: Arc<Shared<L, X, Q>>,
-}
-
-impl<S: Clone, L, X: KeyExtractor, Q: Quota> Clone for RateLimitService<S, L, X, Q> {
-    fn clone(&self) -> Self {
-        RateLimitService {
-            inner: self.inner.clone(),
-            shared: Arc::clone(&self.shared),
-        }
-    }
-}
-
-impl<S: fmt::Debug, L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitService<S, L, X, Q> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimitService")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
-    }
-}
-
-/// What the check of one request decided.
-enum Verdict<Q: Quota> {
-    Pass(Option<Decision<Q>>),
-    /// Passed on, with these headers (delay mode, where the headers come from a peek).
-    #[cfg(feature = "tokio")]
-    PassWith(Option<HeaderMap>),
-    Answer(Rejected),
-    /// Held for this long, then passed on with these headers.
-    #[cfg(feature = "tokio")]
-    Hold(std::time::Duration, Option<HeaderMap>),
-}
-
-impl<L, X, Q> Shared<L, X, Q>
-where
-    L: HttpLimiter<X::Key, Quota = Q>,
-    X: KeyExtractor,
-    Q: Quota,
-{
-    fn judge<B>(&self, request: &Request<B>) -> Verdict<Q> {
-        let head = RequestHead::of(request);
-        let mut limit_request =
-            LimitRequest::cost(self.cost.as_ref().map_or(1, |cost| cost(&head)));
-        if let Some(tier) = self.tier.as_ref().and_then(|tier| tier(&head)) {
-            limit_request = limit_request.tier(tier);
-        }
-        #[cfg(feature = "tokio")]
-        if let Some(delay) = &self.delay {
-            let booked = self.extractor.with_key(request, |key| {
-                (delay.reserve)(&self.limiter, key, limit_request.max_wait(delay.max_wait))
-            });
-            // A granted booking passes now or is held; a refused or unusable one is judged as
-            // a check below, for the answer and its headers.
-            if let Ok(Some(Ok(delay))) = booked {
-                // The state after the booking, for the headers: a peek of no cost.
-                let decision = self.headers_on_allowed.then(|| {
-                    let peek = LimitRequest::cost(0).tier_of(&limit_request);
-                    self.extractor
-                        .with_key(request, |key| self.limiter.peek_with(key, peek))
-                });
-                let headers = match decision {
-                    Some(Ok(Ok(decision))) => Some(self.passed_headers(&decision)),
-                    _ => None,
-                };
-                if delay.is_zero() {
-                    Counters::count(&self.counters.allowed);
-                    return Verdict::PassWith(headers);
-                }
-                Counters::count(&self.counters.delayed);
-                return Verdict::Hold(delay, headers);
-            }
-        }
-        let decided = self
-            .extractor
-            .with_key(request, |key| self.limiter.check_with(key, limit_request));
-        let decision = match decided {
-            Err(rejection) => {
-                Counters::count(&self.counters.unusable);
-                return Verdict::Answer(self.rejected(
-                    RejectionReason::Key(rejection),
-                    self.key_rejection_status,
-                    HeaderMap::new(),
-                ));
-            }
-            Ok(Err(_cost_above_limit)) => {
-                Counters::count(&self.counters.unusable);
-                return Verdict::Answer(self.rejected(
-                    RejectionReason::CostAboveLimit,
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    HeaderMap::new(),
-                ));
-            }
-            Ok(Ok(decision)) => decision,
-        };
-        if decision.is_allowed() {
-            Counters::count(&self.counters.allowed);
-            return Verdict::Pass(self.headers_on_allowed.then_some(decision));
-        }
-        if let Mode::Shadow { .. } = self.mode {
-            Counters::count(&self.counters.would_reject);
-            return Verdict::Pass(Some(decision));
-        }
-        Counters::count(&self.counters.rejected);
-        let headers = self.headers.to_header_map(&decision);
-        let (reason, status) = if decision.is_untracked() {
-            (RejectionReason::TableFull, self.table_full_status)
-        } else if cfg!(feature = "tokio") && self.has_delay() {
-            (RejectionReason::WaitTooLong, StatusCode::TOO_MANY_REQUESTS)
-        } else {
-            (RejectionReason::RateLimited, StatusCode::TOO_MANY_REQUESTS)
-        };
-        Verdict::Answer(self.rejected(reason, status, headers))
-    }
-
-    #[cfg(feature = "tokio")]
-    fn has_delay(&self) -> bool {
-        self.delay.is_some()
-    }
-
-    #[cfg(not(feature = "tokio"))]
-    fn has_delay(&self) -> bool {
-        false
-    }
-
-    fn rejected(
-        &self,
-        reason: RejectionReason,
-        status: StatusCode,
-        headers: HeaderMap,
-    ) -> Rejected {
-        Rejected {
-            reason,
-            status,
-            headers,
-        }
-    }
-
-    fn answer<ResBody: From<String>>(&self, rejected: Rejected) -> Response<ResBody> {
-        let response = match &self.rejection {
-            Some(custom) => custom(&rejected),
-            None => {
-                let text = match rejected.reason {
-                    RejectionReason::RateLimited | RejectionReason::WaitTooLong => {
-                        "Too Many Requests"
-                    }
-                    RejectionReason::TableFull => "Service Unavailable: too many clients",
-                    RejectionReason::Key(_) => "Bad Request: no rate-limit key",
-                    RejectionReason::CostAboveLimit => "Request Too Large for the rate limit",
-                };
-                let mut response = Response::new(text.to_owned());
-                *response.status_mut() = rejected.status;
-                *response.headers_mut() = rejected.headers;
-                response
-            }
-        };
-        response.map(ResBody::from)
-    }
-
-    /// The headers a passed request's response gets for `decision`: the rate-limit headers if
-    /// asked for on allowed responses (or if shadow mode let a rejection through), and shadow
-    /// mode's mark.
-    fn passed_headers(&self, decision: &Decision<Q>) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        // A passed request is not a rejection: no `Retry-After`, even in shadow mode.
-        if self.headers_on_allowed {
-            self.headers.write_limits(decision, &mut headers);
-        }
-        if decision.is_denied() {
-            if let Mode::Shadow { mark: true } = self.mode {
-                headers.insert(SHADOW_MARK.clone(), HeaderValue::from_static("rejected"));
-            }
-        }
-        headers
-    }
-}
-
-impl<S, L, X, Q, B, ResBody> Service<Request<B>> for RateLimitService<S, L, X, Q>
-where
-    S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    B: Send + 'static,
-    ResBody: From<String> + Send + 'static,
-    L: HttpLimiter<X::Key, Quota = Q>,
-    X: KeyExtractor,
-    Q: Quota,
-{
-    type Response = Response<ResBody>;
-    type Error = S::Error;
-    type Future = ResponseFuture<S::Future, Q, ResBody, S::Error>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        match self.shared.judge(&request) {
-            Verdict::Pass(decision) => {
-                let headers = decision.map(|decision| self.shared.passed_headers(&decision));
-                ResponseFuture::passed(self.inner.call(request), headers)
-            }
-            Verdict::Answer(rejected) => ResponseFuture::answered(self.shared.answer(rejected)),
-            #[cfg(feature = "tokio")]
-            Verdict::PassWith(headers) => ResponseFuture::passed(self.inner.call(request), headers),
-            #[cfg(feature = "tokio")]
-            Verdict::Hold(delay, headers) => {
-                // The service that was polled ready goes with the request; a clone stays.
-                let ready = self.inner.clone();
-                let mut inner = core::mem::replace(&mut self.inner, ready);
-                ResponseFuture::held(Box::pin(async move {
-                    tokio::time::sleep(delay).await;
-                    core::future::poll_fn(|cx| inner.poll_ready(cx)).await?;
-                    let mut response = inner.call(request).await?;
-                    if let Some(headers) = headers {
-                        merge_headers(response.headers_mut(), headers);
-                    }
-                    Ok(response)
-                }))
-            }
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// The response future of a [`RateLimitService`].
-    pub struct ResponseFuture<F, Q, ResBody, E> {
-        #[pin]
-        state: State<F, ResBody, E>,
-        headers: Option<HeaderMap>,
-        quota: core::marker::PhantomData<fn() -> Q>,
-    }
-}
-
-/// A held request's wait and call, boxed: delay mode's path sleeps anyway.
-type HeldFuture<ResBody, E> = Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>;
-
-pin_project_lite::pin_project! {
-    #[project = StateProjection]
-    enum State<F, ResBody, E> {
-        Passed { #[pin] future: F },
-        Answered { response: Option<Response<ResBody>> },
-        Held { future: HeldFuture<ResBody, E> },
-    }
-}
-
-impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
-    fn passed(future: F, headers: Option<HeaderMap>) -> Self {
-        ResponseFuture {
-            state: State::Passed { future },
-            headers: headers.filter(|headers| !headers.is_empty()),
-            quota: core::marker::PhantomData,
-        }
-    }
-
-    fn answered(response: Response<ResBody>) -> Self {
-        ResponseFuture {
-            state: State::Answered {
-                response: Some(response),
-            },
-            headers: None,
-            quota: core::marker::PhantomData,
-        }
-    }
-
-    #[cfg(feature = "tokio")]
-    fn held(future: Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>) -> Self {
-        ResponseFuture {
-            state: State::Held { future },
-            headers: None,
-            quota: core::marker::PhantomData,
-        }
-    }
-}
-
-impl<F, Q, ResBody, E> Future for ResponseFuture<F, Q, ResBody, E>
-where
-    F: Future<Output = Result<Response<ResBody>, E>>,
-{
-    type Output = Result<Response<ResBody>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let mut response = match this.state.project() {
-            StateProjection::Passed { future } => match future.poll(cx) {
-                Poll::Ready(result) => result?,
-                Poll::Pending => return Poll::Pending,
-            },
-            StateProjection::Answered { response } => {
-                return Poll::Ready(Ok(response.take().expect("polled after completion")));
-            }
-            StateProjection::Held { future } => return future.as_mut().poll(cx),
-        };
-        if let Some(headers) = this.headers.take() {
-            merge_headers(response.headers_mut(), headers);
-        }
-        Poll::Ready(Ok(response))
-    }
-}
-
-/// Adds a layer's headers to a response that may carry another layer's: the IETF fields are
-/// lists, so each layer's policy is appended (`"per-ip";r=9;t=1` and `"api";r=99;t=60` in one
-/// response); the others are replaced.
-fn merge_headers(response: &mut HeaderMap, headers: HeaderMap) {
-    let mut current: Option<HeaderName> = None;
-    for (name, value) in headers {
-        if let Some(name) = name {
-            current = Some(name);
-        }
-        let Some(name) = current.as_ref() else {
-            continue;
-        };
-        if super::headers::is_list_field(name) {
-            response.append(name.clone(), value);
-        } else {
-            response.insert(name.clone(), value);
         }
     }
 }

@@ -8,17 +8,19 @@
 //! | [`HeaderOptions`] | the response headers from a [`Decision`](crate::Decision), usable without tower |
 //! | [`HttpLimiter`] | the limiters the layer can check |
 
+mod future;
 mod headers;
 mod key;
 mod layer;
 mod limiter;
+mod service;
 
+pub use future::ResponseFuture;
 pub use headers::{HeaderOptions, InvalidPolicyName, LegacyReset};
 pub use key::{
     ForwardingHeader, GlobalKey, HeaderKey, InvalidPrefix, KeyExtractor, KeyFn, KeyRejection,
     PeerIp, RequestHead, MAX_FORWARDING_HEADER_BYTES,
 };
-pub use layer::{
-    LayerStats, Mode, RateLimitLayer, RateLimitService, Rejected, RejectionReason, ResponseFuture,
-};
+pub use layer::{LayerStats, Mode, RateLimitLayer, Rejected, RejectionReason};
 pub use limiter::{HttpLimiter, HttpReservingLimiter};
+pub use service::RateLimitService;

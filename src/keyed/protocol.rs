@@ -24,7 +24,7 @@
 //!   the hint and the identity, then publish the key's first state with a Release store.
 //!
 //! - **Reservation and cancellation**: a reservation is a check whose step books ahead
-//!   ([`Reservable::reserve_step`](crate::Reservable::reserve_step)): the same fast path, slow
+//!   ([`Reservable::reserve_step`]): the same fast path, slow
 //!   path and insert. A cancellation looks its key up again (never inserting it) and applies
 //!   the cancellation step through the same guarded driver as a check's slow path, so it only
 //!   ever changes a state while the slot holds its key.

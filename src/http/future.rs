@@ -1,0 +1,108 @@
+//! The response future of the layer's service: a plain enum, pinned without unsafe code.
+
+use super::headers::is_list_field;
+use crate::quota::Quota;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use http::header::{HeaderMap, HeaderName};
+use http::Response;
+
+pin_project_lite::pin_project! {
+    /// The response future of a [`RateLimitService`](super::RateLimitService).
+    pub struct ResponseFuture<F, Q, ResBody, E> {
+        #[pin]
+        state: State<F, ResBody, E>,
+        headers: Option<HeaderMap>,
+        quota: core::marker::PhantomData<fn() -> Q>,
+    }
+}
+
+/// A held request's wait and call, boxed: delay mode's path sleeps anyway.
+pub(super) type HeldFuture<ResBody, E> =
+    Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>;
+
+pin_project_lite::pin_project! {
+    #[project = StateProjection]
+    enum State<F, ResBody, E> {
+        Passed { #[pin] future: F },
+        Answered { response: Option<Response<ResBody>> },
+        Held { future: HeldFuture<ResBody, E> },
+    }
+}
+
+impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
+    pub(super) fn passed(future: F, headers: Option<HeaderMap>) -> Self {
+        ResponseFuture {
+            state: State::Passed { future },
+            headers: headers.filter(|headers| !headers.is_empty()),
+            quota: core::marker::PhantomData,
+        }
+    }
+
+    pub(super) fn answered(response: Response<ResBody>) -> Self {
+        ResponseFuture {
+            state: State::Answered {
+                response: Some(response),
+            },
+            headers: None,
+            quota: core::marker::PhantomData,
+        }
+    }
+
+    #[cfg(feature = "tokio")]
+    pub(super) fn held(
+        future: Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Held { future },
+            headers: None,
+            quota: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<F, Q, ResBody, E> Future for ResponseFuture<F, Q, ResBody, E>
+where
+    F: Future<Output = Result<Response<ResBody>, E>>,
+{
+    type Output = Result<Response<ResBody>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = match this.state.project() {
+            StateProjection::Passed { future } => match future.poll(cx) {
+                Poll::Ready(result) => result?,
+                Poll::Pending => return Poll::Pending,
+            },
+            StateProjection::Answered { response } => {
+                return Poll::Ready(Ok(response.take().expect("polled after completion")));
+            }
+            StateProjection::Held { future } => return future.as_mut().poll(cx),
+        };
+        if let Some(headers) = this.headers.take() {
+            merge_headers(response.headers_mut(), headers);
+        }
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// Adds a layer's headers to a response that may carry another layer's: the IETF fields are
+/// lists, so each layer's policy is appended (`"per-ip";r=9;t=1` and `"api";r=99;t=60` in one
+/// response); the others are replaced.
+pub(super) fn merge_headers(response: &mut HeaderMap, headers: HeaderMap) {
+    let mut current: Option<HeaderName> = None;
+    for (name, value) in headers {
+        if let Some(name) = name {
+            current = Some(name);
+        }
+        let Some(name) = current.as_ref() else {
+            continue;
+        };
+        if is_list_field(name) {
+            response.append(name.clone(), value);
+        } else {
+            response.insert(name.clone(), value);
+        }
+    }
+}

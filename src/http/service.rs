@@ -1,0 +1,243 @@
+//! The service a layer wraps around another: judge each request, then pass it on, answer it,
+//! or hold it.
+
+#[cfg(feature = "tokio")]
+use super::future::merge_headers;
+use super::future::ResponseFuture;
+use super::key::{KeyExtractor, RequestHead};
+use super::layer::{Counters, Mode, Rejected, RejectionReason, Shared, SHADOW_MARK};
+use super::limiter::HttpLimiter;
+use crate::decision::Decision;
+use crate::quota::Quota;
+use crate::request::Request as LimitRequest;
+use core::fmt;
+use core::task::{Context, Poll};
+use http::header::{HeaderMap, HeaderValue};
+use http::{Request, Response, StatusCode};
+use std::sync::Arc;
+use tower_service::Service;
+
+/// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around another.
+pub struct RateLimitService<S, L, X: KeyExtractor, Q: Quota> {
+    pub(super) inner: S,
+    pub(super) shared: Arc<Shared<L, X, Q>>,
+}
+
+impl<S: Clone, L, X: KeyExtractor, Q: Quota> Clone for RateLimitService<S, L, X, Q> {
+    fn clone(&self) -> Self {
+        RateLimitService {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: fmt::Debug, L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitService<S, L, X, Q> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the check of one request decided.
+enum Verdict<Q: Quota> {
+    Pass(Option<Decision<Q>>),
+    /// Passed on, with these headers (delay mode, where the headers come from a peek).
+    #[cfg(feature = "tokio")]
+    PassWith(Option<HeaderMap>),
+    Answer(Rejected),
+    /// Held for this long, then passed on with these headers.
+    #[cfg(feature = "tokio")]
+    Hold(std::time::Duration, Option<HeaderMap>),
+}
+
+impl<L, X, Q> Shared<L, X, Q>
+where
+    L: HttpLimiter<X::Key, Quota = Q>,
+    X: KeyExtractor,
+    Q: Quota,
+{
+    fn judge<B>(&self, request: &Request<B>) -> Verdict<Q> {
+        let head = RequestHead::of(request);
+        let mut limit_request =
+            LimitRequest::cost(self.cost.as_ref().map_or(1, |cost| cost(&head)));
+        if let Some(tier) = self.tier.as_ref().and_then(|tier| tier(&head)) {
+            limit_request = limit_request.tier(tier);
+        }
+        #[cfg(feature = "tokio")]
+        if let Some(delay) = &self.delay {
+            let booked = self.extractor.with_key(request, |key| {
+                (delay.reserve)(&self.limiter, key, limit_request.max_wait(delay.max_wait))
+            });
+            // A granted booking passes now or is held; a refused or unusable one is judged as
+            // a check below, for the answer and its headers.
+            if let Ok(Some(Ok(delay))) = booked {
+                // The state after the booking, for the headers: a peek of no cost.
+                let decision = self.headers_on_allowed.then(|| {
+                    let peek = LimitRequest::cost(0).tier_of(&limit_request);
+                    self.extractor
+                        .with_key(request, |key| self.limiter.peek_with(key, peek))
+                });
+                let headers = match decision {
+                    Some(Ok(Ok(decision))) => Some(self.passed_headers(&decision)),
+                    _ => None,
+                };
+                if delay.is_zero() {
+                    Counters::count(&self.counters.allowed);
+                    return Verdict::PassWith(headers);
+                }
+                Counters::count(&self.counters.delayed);
+                return Verdict::Hold(delay, headers);
+            }
+        }
+        let decided = self
+            .extractor
+            .with_key(request, |key| self.limiter.check_with(key, limit_request));
+        let decision = match decided {
+            Err(rejection) => {
+                Counters::count(&self.counters.unusable);
+                return Verdict::Answer(self.rejected(
+                    RejectionReason::Key(rejection),
+                    self.key_rejection_status,
+                    HeaderMap::new(),
+                ));
+            }
+            Ok(Err(_cost_above_limit)) => {
+                Counters::count(&self.counters.unusable);
+                return Verdict::Answer(self.rejected(
+                    RejectionReason::CostAboveLimit,
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    HeaderMap::new(),
+                ));
+            }
+            Ok(Ok(decision)) => decision,
+        };
+        if decision.is_allowed() {
+            Counters::count(&self.counters.allowed);
+            return Verdict::Pass(self.headers_on_allowed.then_some(decision));
+        }
+        if let Mode::Shadow { .. } = self.mode {
+            Counters::count(&self.counters.would_reject);
+            return Verdict::Pass(Some(decision));
+        }
+        Counters::count(&self.counters.rejected);
+        let headers = self.headers.to_header_map(&decision);
+        let (reason, status) = if decision.is_untracked() {
+            (RejectionReason::TableFull, self.table_full_status)
+        } else if cfg!(feature = "tokio") && self.has_delay() {
+            (RejectionReason::WaitTooLong, StatusCode::TOO_MANY_REQUESTS)
+        } else {
+            (RejectionReason::RateLimited, StatusCode::TOO_MANY_REQUESTS)
+        };
+        Verdict::Answer(self.rejected(reason, status, headers))
+    }
+
+    #[cfg(feature = "tokio")]
+    fn has_delay(&self) -> bool {
+        self.delay.is_some()
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    fn has_delay(&self) -> bool {
+        false
+    }
+
+    fn rejected(
+        &self,
+        reason: RejectionReason,
+        status: StatusCode,
+        headers: HeaderMap,
+    ) -> Rejected {
+        Rejected {
+            reason,
+            status,
+            headers,
+        }
+    }
+
+    fn answer<ResBody: From<String>>(&self, rejected: Rejected) -> Response<ResBody> {
+        let response = match &self.rejection {
+            Some(custom) => custom(&rejected),
+            None => {
+                let text = match rejected.reason {
+                    RejectionReason::RateLimited | RejectionReason::WaitTooLong => {
+                        "Too Many Requests"
+                    }
+                    RejectionReason::TableFull => "Service Unavailable: too many clients",
+                    RejectionReason::Key(_) => "Bad Request: no rate-limit key",
+                    RejectionReason::CostAboveLimit => "Request Too Large for the rate limit",
+                };
+                let mut response = Response::new(text.to_owned());
+                *response.status_mut() = rejected.status;
+                *response.headers_mut() = rejected.headers;
+                response
+            }
+        };
+        response.map(ResBody::from)
+    }
+
+    /// The headers a passed request's response gets for `decision`: the rate-limit headers if
+    /// asked for on allowed responses (or if shadow mode let a rejection through), and shadow
+    /// mode's mark.
+    fn passed_headers(&self, decision: &Decision<Q>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        // A passed request is not a rejection: no `Retry-After`, even in shadow mode.
+        if self.headers_on_allowed {
+            self.headers.write_limits(decision, &mut headers);
+        }
+        if decision.is_denied() {
+            if let Mode::Shadow { mark: true } = self.mode {
+                headers.insert(SHADOW_MARK.clone(), HeaderValue::from_static("rejected"));
+            }
+        }
+        headers
+    }
+}
+
+impl<S, L, X, Q, B, ResBody> Service<Request<B>> for RateLimitService<S, L, X, Q>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    B: Send + 'static,
+    ResBody: From<String> + Send + 'static,
+    L: HttpLimiter<X::Key, Quota = Q>,
+    X: KeyExtractor,
+    Q: Quota,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, Q, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        match self.shared.judge(&request) {
+            Verdict::Pass(decision) => {
+                let headers = decision.map(|decision| self.shared.passed_headers(&decision));
+                ResponseFuture::passed(self.inner.call(request), headers)
+            }
+            Verdict::Answer(rejected) => ResponseFuture::answered(self.shared.answer(rejected)),
+            #[cfg(feature = "tokio")]
+            Verdict::PassWith(headers) => ResponseFuture::passed(self.inner.call(request), headers),
+            #[cfg(feature = "tokio")]
+            Verdict::Hold(delay, headers) => {
+                // The service that was polled ready goes with the request; a clone stays.
+                let ready = self.inner.clone();
+                let mut inner = core::mem::replace(&mut self.inner, ready);
+                ResponseFuture::held(Box::pin(async move {
+                    tokio::time::sleep(delay).await;
+                    core::future::poll_fn(|cx| inner.poll_ready(cx)).await?;
+                    let mut response = inner.call(request).await?;
+                    if let Some(headers) = headers {
+                        merge_headers(response.headers_mut(), headers);
+                    }
+                    Ok(response)
+                }))
+            }
+        }
+    }
+}
