@@ -230,6 +230,19 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
         }
     }
 
+    /// The first half of [`decide`](Self::decide) for a cost above zero: one compare-and-swap
+    /// attempt with the check's step. The word written if it admitted at once; `None` if it
+    /// denied or lost the race (nothing written).
+    #[inline]
+    pub(crate) fn admit_at_once(&self, quota: &Q, cost: u64, now: Q::Instant) -> Option<u64> {
+        // ORDERING: Acquire, as in `decide`.
+        let observed = self.state.load(Ordering::Acquire);
+        match driver::attempt(&self.state, observed, quota.step(observed, now, cost)) {
+            Attempt::Allowed { current } => Some(current),
+            Attempt::Denied | Attempt::Lost { .. } => None,
+        }
+    }
+
     /// [`decide`](Self::decide) after a lost race: the shared driver, from the word that won.
     #[cold]
     #[inline(never)]

@@ -36,6 +36,20 @@ pub(crate) struct Book<'limiter> {
 impl<Q: Reservable> Operation<Q> for Book<'_> {
     #[inline]
     fn step(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step {
+        // A booking that starts at once is the check's admission: the same word (at most
+        // `now + tau`), which leads `now` by no more than the quota's own tolerance, so the
+        // judging lead needs no raise.
+        match quota.step(state, now, cost) {
+            Step::Allow(word) => Step::Allow(word),
+            Step::Deny => self.book_ahead(quota, state, now, cost),
+        }
+    }
+}
+
+impl Book<'_> {
+    /// A booking that waits: the reservation step, and the lead raised to the booked word's.
+    #[cold]
+    fn book_ahead<Q: Reservable>(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step {
         let step = quota.reserve_step(state, now, cost, self.max_wait_ticks);
         if let Step::Allow(booked) = step {
             self.lead.raise_ticks(quota.booked_lead_ticks(booked, now));

@@ -103,11 +103,35 @@ impl<Q: Reservable, C: Clock> Limiter<Q, C> {
         at: Timestamp,
         max_wait_ticks: u64,
     ) -> Reservation<'_> {
+        let now = quota.instant(at);
+        if cost > 0 {
+            // Most reservations start at once: the check's admission, with no decision to
+            // build (the start is the reading itself).
+            if let Some(booked) = self.admit_at_once(quota, cost, now) {
+                let increment_ticks = quota.increment_ticks(cost);
+                return Reservation::at_once(cost, at, self, booked, increment_ticks);
+            }
+        }
+        self.reserve_later(quota, cost, at, now, max_wait_ticks)
+    }
+
+    /// [`reserve_core`](Self::reserve_core) for a reservation that waits, is refused, costs
+    /// nothing, or lost its first race.
+    #[cold]
+    #[inline(never)]
+    fn reserve_later(
+        &self,
+        quota: &Q,
+        cost: u64,
+        at: Timestamp,
+        now: Q::Instant,
+        max_wait_ticks: u64,
+    ) -> Reservation<'_> {
         let book = Book {
             max_wait_ticks,
             lead: &self.lead,
         };
-        let decision = self.decide(book, quota, cost, quota.instant(at));
+        let decision = self.decide(book, quota, cost, now);
         Reservation::from_decision(&decision, at, self, KeyIdentity::default())
     }
 }

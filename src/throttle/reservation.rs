@@ -127,6 +127,30 @@ impl<'limiter> Reservation<'limiter> {
         Reservation::refused(decision, at)
     }
 
+    /// A direct limiter's booking that starts at once (`booked` written by the check's step
+    /// at the reading `at`): it may start at `at` itself.
+    #[inline]
+    pub(crate) fn at_once(
+        cost: u64,
+        at: Timestamp,
+        limiter: &'limiter dyn Cancel,
+        booked: u64,
+        increment_ticks: u64,
+    ) -> Self {
+        Reservation {
+            outcome: Outcome::Granted,
+            cost,
+            made_at: at,
+            start: at,
+            booking: Some(Booking {
+                limiter,
+                key: KeyIdentity::default(),
+                booked,
+                increment_ticks,
+            }),
+        }
+    }
+
     #[cold]
     fn refused<Q: Reservable>(decision: &Decision<Q>, at: Timestamp) -> Self {
         let (outcome, wait) = if decision.is_untracked() {
