@@ -22,10 +22,11 @@
 //!
 //! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE (the
 //! script uses 200,000). The count includes the loop's own few instructions: the `loop_only`
-//! case measures those. Run with no arguments to list the cases. Each run verifies that every
-//! call had the outcome the case is named after, and exits non-zero otherwise. Under
-//! `cargo bench` (an argument `--bench` and no case) it points to `benches/callgrind.sh` and
-//! exits.
+//! case measures those. Each run verifies that every call had the outcome the case is named
+//! after, and exits non-zero otherwise. Under `cargo bench` (an argument `--bench` and no case)
+//! it points to `benches/callgrind.sh` and exits. With no arguments at all (as under
+//! `cargo test --benches`) it lists the cases and runs each for 10,000 calls, verifying their
+//! outcomes: a smoke test.
 
 #[path = "shared/direct_quotas.rs"]
 mod direct_quotas;
@@ -329,6 +330,29 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
     Some(result)
 }
 
+/// Calls per case in the smoke test.
+const SMOKE_ITERATIONS: u64 = 10_000;
+
+/// Runs `case` for `iterations` calls and checks every outcome: `Err` with what went wrong.
+fn run_and_verify(case: &str, iterations: u64) -> Result<u64, String> {
+    let Some((true_count, expected)) = run_case(case, iterations) else {
+        return Err(format!(
+            "unknown case {case:?}; run with no arguments to list the cases"
+        ));
+    };
+    let wrong = match expected {
+        Expected::Allowed => true_count != iterations,
+        Expected::Denied => true_count != 0,
+        Expected::Any => false,
+    };
+    if wrong {
+        return Err(format!(
+            "{case}: {true_count} of {iterations} calls returned true: some calls did not have the outcome the case is named after"
+        ));
+    }
+    Ok(true_count)
+}
+
 fn main() -> ExitCode {
     let arguments: Vec<String> = std::env::args()
         .skip(1)
@@ -340,11 +364,27 @@ fn main() -> ExitCode {
             println!("callgrind_direct: a runner for valgrind; see benches/callgrind.sh");
             return ExitCode::SUCCESS;
         }
-        eprintln!("usage: callgrind_direct CASE [ITERATIONS]\ncases:");
+        // No case and no `--bench`: the smoke test of `cargo test --benches`, which lists the
+        // cases and runs each briefly, checking its outcomes.
+        eprintln!(
+            "usage: callgrind_direct CASE [ITERATIONS]\n\
+             (smoke test: every case below, {SMOKE_ITERATIONS} calls each)\ncases:"
+        );
+        let mut failures = 0;
         for case in CASES {
-            eprintln!("  {case}");
+            match run_and_verify(case, SMOKE_ITERATIONS) {
+                Ok(_) => eprintln!("  {case}"),
+                Err(error) => {
+                    eprintln!("  {case}: FAILED: {error}");
+                    failures += 1;
+                }
+            }
         }
-        return ExitCode::FAILURE;
+        return if failures == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     };
     let iterations = match arguments.get(1).map(|text| text.parse::<u64>()) {
         None => DEFAULT_ITERATIONS,
@@ -354,19 +394,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let Some((true_count, expected)) = run_case(case, iterations) else {
-        eprintln!("unknown case {case:?}; run with no arguments to list the cases");
-        return ExitCode::FAILURE;
-    };
-    println!("{case}: {iterations} calls, {true_count} returned true");
-    let wrong = match expected {
-        Expected::Allowed => true_count != iterations,
-        Expected::Denied => true_count != 0,
-        Expected::Any => false,
-    };
-    if wrong {
-        eprintln!("{case}: some calls did not have the outcome the case is named after");
-        return ExitCode::FAILURE;
+    match run_and_verify(case, iterations) {
+        Ok(true_count) => {
+            println!("{case}: {iterations} calls, {true_count} returned true");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            ExitCode::FAILURE
+        }
     }
-    ExitCode::SUCCESS
 }

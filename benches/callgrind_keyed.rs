@@ -22,9 +22,9 @@
 //! patterns and implementations of `benches/keyed.rs` (`hot_key`: one key, allowed;
 //! `denied_key`: one key whose quota is spent, denied; `rotate_100k`: keys 0..100,000 in turn;
 //! `random_1m`: keys drawn uniformly from 0..1,000,000; all keys present before the loop;
-//! `new_key`: a key never seen on every call, the insert path, reclaiming a slot). Run
-//! with no arguments to list them. For cache misses per call, add `--cache-sim=yes` (and, to
-//! model this machine's last level, `--LL=33554432,16,64`).
+//! `new_key`: a key never seen on every call, the insert path, reclaiming a slot). For cache
+//! misses per call, add `--cache-sim=yes` (and, to model this machine's last level,
+//! `--LL=33554432,16,64`).
 //!
 //! Two more patterns time threads natively (not for callgrind): `one_thread` and `two_threads`,
 //! each thread rotating over its own 4,096 keys as in `two_threads_distinct_keys`, ITERATIONS
@@ -38,7 +38,8 @@
 //! Each run verifies that every call had the outcome its pattern is named after (allowed;
 //! denied for `denied_key`; `loop_only` checks nothing) and that the loop inserted no key, and
 //! exits non-zero otherwise. Under `cargo bench` (an argument `--bench` and no case) it lists
-//! nothing and exits.
+//! nothing and exits. With no arguments at all (as under `cargo test --benches`) it lists the
+//! cases and runs each for 10,000 calls, verifying their outcomes: a smoke test.
 
 // `hot_key` runs under `KeyedQuota::Generous`, `denied_key` (one key, spent: every call denied)
 // under `KeyedQuota::OnePerHour`, `rotate_100k` and `random_1m` under
@@ -87,6 +88,9 @@ const RANDOM_SEQUENCE_LEN: usize = 1 << 20;
 const HOT_KEY_CAPACITY: usize = 100_000;
 
 const DEFAULT_ITERATIONS: u64 = 1_000_000;
+
+/// Calls per case in the smoke test (no arguments, as under `cargo test --benches`).
+const SMOKE_ITERATIONS: u64 = 10_000;
 
 /// Keys of each thread in `one_thread` and `two_threads` (a power of two).
 const KEYS_PER_THREAD: u64 = 4_096;
@@ -404,13 +408,30 @@ fn main() -> ExitCode {
             println!("callgrind_keyed: a runner for valgrind; see benches/callgrind.sh");
             return ExitCode::SUCCESS;
         }
-        eprintln!("usage: callgrind_keyed PATTERN/IMPLEMENTATION [ITERATIONS]\ncases:");
+        // No case and no `--bench`: the smoke test of `cargo test --benches`, which lists the
+        // cases and runs each briefly, checking its outcomes.
+        eprintln!(
+            "usage: callgrind_keyed PATTERN/IMPLEMENTATION [ITERATIONS]\n\
+             (smoke test: every case below, {SMOKE_ITERATIONS} calls each)\ncases:"
+        );
+        let mut failures = 0;
         for pattern in PATTERNS {
             for implementation in IMPLEMENTATIONS {
-                eprintln!("  {pattern}/{implementation}");
+                let case = format!("{pattern}/{implementation}");
+                match run_case(&case, SMOKE_ITERATIONS) {
+                    Ok(()) => eprintln!("  {case}"),
+                    Err(error) => {
+                        eprintln!("  {case}: FAILED: {error}");
+                        failures += 1;
+                    }
+                }
             }
         }
-        return ExitCode::FAILURE;
+        return if failures == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     };
     let iterations = match arguments.get(1).map(|text| text.parse::<u64>()) {
         None => DEFAULT_ITERATIONS,

@@ -4,17 +4,24 @@
 //! hardware floor, measured in one run:
 //!
 //! ```text
-//! cargo bench --bench contention                    # full run (about 2.5 min on 2 cores)
-//! cargo bench --bench contention -- --quick         # under a minute, for CI and a first look
+//! cargo bench --all-features --bench contention             # full run (about 2.7 min on 2 cores)
+//! cargo bench --all-features --bench contention -- --quick  # under a minute, for CI and a first look
 //! cargo bench --bench contention -- --scenario keyed-zipf-1m --threads 1,8,16 --csv out.csv
 //! cargo bench --bench contention -- --scenario direct-allow --scenario direct-reserve --threads 1,2,4
+//! cargo bench --all-features --bench contention -- --scenario http-layer
 //! ```
+//!
+//! The `http-layer` scenario needs the crate's features `http` and `axum` (`--all-features`, or
+//! `--features http,axum`). Built without them the benchmark runs every other scenario and
+//! prints a note that http-layer was skipped; asking for it with `--scenario http-layer` is
+//! then an error that says how to build it.
 //!
 //! ## Flags
 //!
 //! - `--scenario NAME` (repeatable): run only these scenarios (default: all, in the order below).
-//! - `--threads LIST`: comma-separated thread counts (default: 1 to the available cores, plus
-//!   twice the cores, oversubscribed; with `--quick`: 1, the cores and twice the cores).
+//! - `--threads LIST`: comma-separated thread counts, for every scenario (default: 1 to the
+//!   available cores, plus twice the cores, oversubscribed; with `--quick`: 1, the cores and
+//!   twice the cores; except http-layer, whose own default is 1, 2 and 4, quick or not).
 //! - `--duration SECS`: measured seconds per measurement (default 1; `--quick`: 0.17). Each
 //!   measurement is preceded by an uncounted warm-up of a quarter of it (at most 0.25 s).
 //! - `--quick`: the short durations and thread counts above: everything in under 60 s.
@@ -22,7 +29,8 @@
 //! - `--bench`: passed by `cargo bench`, accepted and otherwise ignored. Without it (as under
 //!   `cargo test --benches`) the program runs a smoke test: every scenario at 1 and 2 threads
 //!   for 10 ms, so that the harness is exercised but not timed (its chart goes to
-//!   `target/contention/smoke-test.svg`).
+//!   `target/contention/smoke-test.svg`); `cargo test --benches --all-features` includes
+//!   http-layer.
 //!
 //! A progress line goes to stderr; the table, and the paths of the files written, to stdout.
 //! The chart (aggregate ns per call against threads, one panel per scenario) is written to
@@ -42,6 +50,7 @@
 //! | `keyed-flood` | checks a new key every call, except every 64th call: one of 4 legitimate hot keys |
 //! | `keyed-hot-under-flood` | thread 0 checks one hot key, present in the table, on every call: the only thread measured; threads 1 and up each check a new key on every call (a flood) on the same table, and their calls are not counted (the row's line prints their call rate); at 1 thread the hot thread runs alone (the baseline). Shows whether a flood of new keys slows the checks of a present key (e.g. false sharing on the table's shard headers) |
 //! | `packet-loop` | reads the clock once per batch of 32 checks (65,536 flows), passes it in |
+//! | `http-layer` | sends an HTTP request through a tower service in process (no network, no runtime): through nanolimit's `RateLimitLayer`, through tower_governor's `GovernorLayer`, or straight to the inner service (the floor); per-IP keys, each thread cycling through its own random order of one pool of 10,000 client addresses (features `http` and `axum`) |
 //!
 //! Limiters: nanolimit (`gcra`, `sliding-window`, `fixed-window`) everywhere; governor 0.10 (GCRA;
 //! direct, and keyed on its default `DashMap` store with std's hasher) everywhere; the
@@ -53,8 +62,21 @@
 //! mutex-hashmap row (governor is the peer). The keyed limiters are driven through the
 //! `KeyedSubject` trait that every keyed benchmark shares (`benches/shared/keyed_subjects.rs`).
 //!
+//! http-layer has its own rows (`benches/contention/http_layer.rs` says exactly what each
+//! builds): `nanolimit gcra` (the layer over a `KeyedLimiter<IpAddr, Gcra>` keyed by `PeerIp`,
+//! no headers on allowed responses: the layer's default), `tower_governor gcra`
+//! (tower_governor 0.8's `GovernorLayer`, its default configuration: `PeerIpKeyExtractor`, no
+//! headers on allowed responses, its governor `DashMap` store) and `floor no-layer` (the inner
+//! service alone). Each call builds an empty `http::Request<axum::body::Body>` carrying its
+//! client's address as axum's `ConnectInfo<SocketAddr>` (where both layers' extractors read
+//! it), calls `ready()` and `call()` on the thread's clone of the service, polls each future
+//! once with a no-op waker (the inner `service_fn` answers `200 OK` at once: a pending future
+//! panics), and counts a `200` as allowed. Under the table a line gives the layers' overhead
+//! over the floor (row − floor, aggregate ns per call) and nanolimit's overhead over
+//! tower_governor's, the issue's target being at most 0.5.
+//!
 //! nanolimit keyed tables are built with a capacity of the scenario's key space (at least 1,024
-//! keys; the table adds its own headroom), except in keyed-flood and keyed-hot-under-flood:
+//! keys; the table adds its own headroom; http-layer: its 10,000 clients), except in keyed-flood and keyed-hot-under-flood:
 //! 100,000 keys for unbounded distinct keys. Every table has the default shards and full
 //! behaviour `WhenFull::Deny` (the default). governor's and the mutex-hashmap's maps are
 //! unbounded; the table prints how many keys they hold after the run.
@@ -65,7 +87,11 @@
 //! same compare-and-swap). "vs floor" divides a row's ns per call per thread by the sum of the
 //! floors its work needs: clock-read + cas (direct, direct-reserve included), clock-read +
 //! ahash-cas (keyed), and
-//! clock-read / 32 + ahash-cas (packet loop).
+//! clock-read / 32 + ahash-cas (packet loop). http-layer has its own floor instead, measured
+//! in the scenario at each of its thread counts: `no-layer` (limiter `floor`), the same
+//! requests sent to the inner service with no layer, what the request, the call and the
+//! response cost without a limit. Its CSV rows appear under http-layer only; the hardware
+//! floors are repeated under it as under every scenario.
 //!
 //! ## Quotas
 //!
@@ -80,6 +106,7 @@
 //! | keyed (all but keyed-hot-under-flood) | 1,000 / s per key | 50 | 50 ms | a per-client API quota: hot keys saturate, cold keys pass |
 //! | keyed-hot-under-flood, GCRA (nanolimit, governor) | 1,000 / s per key | 10^9 | - | the hot key runs up debt, so its entry stays live (never reclaimable by a flood insert), yet it admits 10^9 checks (10 s of one thread's checks at 10^8 per second) before it saturates; a flood key's entry is live for 1 ms, then reclaimable |
 //! | keyed-hot-under-flood, windows | 5·10^8 / s per key | 10^6 | 2 ms | the hot key would need 5·10^8 checks per second to reach its limit; its entry stays live while it is checked (a sliding window keeps the previous window's count; a fixed window's entry is fresh only from a window's start to the hot thread's first check in it); a flood key's entry is live for one or two windows |
+//! | http-layer (nanolimit, tower_governor) | 10^6 / s per IP | 10^6 | - | far above what a client gets (10,000 clients share the calls: at most a few thousand requests per second each), so every request passes and both layers are priced on their pass path, the common one; the burst (1 s of the rate) lets a check pass even with a clock reading made long before its update (a thread preempted in between: with a burst of 1,000, i.e. 1 ms, about 1 request in 10^5 was denied at 4 threads on 2 cores); tower_governor gets it as `per_nanosecond(1_000)` and `burst_size(1_000_000)` |
 //!
 //! In keyed-hot-under-flood the hot key is never meant to be denied: its allowed fraction says
 //! whether it was (it is counted as it is, like every row's). If the hot thread loses its core
@@ -101,8 +128,8 @@
 //! | column | meaning |
 //! |---|---|
 //! | `scenario` | scenario name |
-//! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor` |
-//! | `algorithm` | `gcra`, `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas` |
+//! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor`; http-layer: `nanolimit`, `tower_governor`, `floor` |
+//! | `algorithm` | `gcra`, `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`; http-layer's floor: `no-layer` |
 //! | `threads` | threads calling at once |
 //! | `keys` | distinct keys offered: 1 for direct limiters, keyed-hot and keyed-hot-under-flood (the hot key, the one counted), the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
 //! | `ops` | calls by all threads in the measured phase; keyed-hot-under-flood: the hot thread's calls only (the flood's are not counted) |
@@ -112,7 +139,7 @@
 //! | `allowed_fraction` | admitted / calls in the measured phase (floors: 1); keyed-hot-under-flood: of the hot thread's calls; direct-reserve: reservations granted at once (zero delay) / calls (`reserve()` grants every request, perhaps for later: one granted with a delay would be booked ahead, not admitted now, so it is not counted, and the fraction and the accuracy show whether the quota ever made a reservation wait) |
 //!
 //! The table adds "vs gov" (governor's aggregate ns per call over the row's, same scenario and
-//! threads), "vs floor" (above) and accuracy: the requests admitted over the limiter's life
+//! threads; http-layer: tower_governor's), "vs floor" (above) and accuracy: the requests admitted over the limiter's life
 //! (warm-up included, since its state carries over) against what its quota admits over that
 //! span, summed over keys as min(requests to the key, per-key value), printed as a deviation
 //! (above zero: more admitted than the quota allows). The span runs from the first possible
@@ -128,6 +155,9 @@
 //! (run both: `--scenario direct-allow --scenario direct-reserve`): a reservation's cost over an
 //! allowed check's, measured in the same run.
 
+#[cfg(all(feature = "http", feature = "axum"))]
+#[path = "contention/http_layer.rs"]
+mod http_layer;
 #[path = "contention/keys.rs"]
 mod keys;
 #[path = "contention/measure.rs"]
@@ -176,6 +206,18 @@ const HOT_UNDER_FLOOD_GCRA_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000, 1_000
 /// keyed-hot-under-flood, window algorithms, per key: 10^6 per 2 ms window, which the hot key
 /// would need 5·10^8 checks per second to reach.
 const HOT_UNDER_FLOOD_WINDOW_QUOTA: QuotaSpec = QuotaSpec::per_second(500_000_000, 1_000_000);
+/// http-layer, per client IP (nanolimit and tower_governor): far above what a client offers, so
+/// every request passes; the burst lets a check pass with a clock reading up to 1 s old (a
+/// thread preempted between its reading and its update, as happens with more threads than
+/// cores).
+const HTTP_LAYER_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000_000, 1_000_000);
+/// http-layer's thread counts unless `--threads` says otherwise (the smoke test: 1 and 2).
+const HTTP_LAYER_THREADS: [usize; 3] = [1, 2, 4];
+/// Whether this build has http-layer (the features `http` and `axum`).
+const HTTP_LAYER_BUILT: bool = cfg!(all(feature = "http", feature = "axum"));
+/// What to build for http-layer.
+const HTTP_LAYER_BUILD_HINT: &str =
+    "http-layer needs the features http and axum: cargo bench --all-features --bench contention";
 /// nanolimit's table capacity in keyed-flood and keyed-hot-under-flood.
 const FLOOD_TABLE_CAPACITY: usize = 100_000;
 /// Zipf draws each thread replays (a power of two)...
@@ -196,10 +238,11 @@ enum Scenario {
     KeyedFlood,
     KeyedHotUnderFlood,
     PacketLoop,
+    HttpLayer,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 10] = [
+    const ALL: [Scenario; 11] = [
         Scenario::DirectAllow,
         Scenario::DirectReserve,
         Scenario::DirectDeny,
@@ -210,6 +253,7 @@ impl Scenario {
         Scenario::KeyedFlood,
         Scenario::KeyedHotUnderFlood,
         Scenario::PacketLoop,
+        Scenario::HttpLayer,
     ];
 
     fn name(self) -> &'static str {
@@ -223,6 +267,7 @@ impl Scenario {
             Scenario::KeyedZipf1m => "keyed-zipf-1m",
             Scenario::KeyedFlood => "keyed-flood",
             Scenario::KeyedHotUnderFlood => "keyed-hot-under-flood",
+            Scenario::HttpLayer => "http-layer",
             Scenario::PacketLoop => "packet-loop",
         }
     }
@@ -278,6 +323,12 @@ impl Scenario {
                 subjects::PACKET_BATCH,
                 keys::PACKET_FLOWS
             ),
+            Scenario::HttpLayer => format!(
+                "one request per call through a tower service in process (ready, call, one poll), {} client IPs, each thread in its own random order; per-IP quota {}/s, burst {} (every request passes); floor = the service with no layer",
+                keys::HTTP_CLIENTS,
+                HTTP_LAYER_QUOTA.count,
+                HTTP_LAYER_QUOTA.burst,
+            ),
         }
     }
 
@@ -304,6 +355,7 @@ impl Scenario {
                 AlgorithmKind::SlidingWindow | AlgorithmKind::FixedWindow,
             ) => HOT_UNDER_FLOOD_WINDOW_QUOTA,
             (Scenario::KeyedHotUnderFlood, _) => HOT_UNDER_FLOOD_GCRA_QUOTA,
+            (Scenario::HttpLayer, _) => HTTP_LAYER_QUOTA,
             _ => KEYED_QUOTA,
         }
     }
@@ -325,9 +377,24 @@ impl Scenario {
             Scenario::KeyedZipf1m => keys::ZIPF_KEYS as usize,
             Scenario::KeyedFlood | Scenario::KeyedHotUnderFlood => return FLOOD_TABLE_CAPACITY,
             Scenario::PacketLoop => keys::PACKET_FLOWS as usize,
+            Scenario::HttpLayer => keys::HTTP_CLIENTS as usize,
             _ => 1,
         };
         key_space.max(1024)
+    }
+
+    /// The scenario's own thread counts, where it has them, used unless `--threads` is given
+    /// (and outside the smoke test).
+    fn own_threads(self) -> Option<&'static [usize]> {
+        match self {
+            Scenario::HttpLayer => Some(&HTTP_LAYER_THREADS),
+            _ => None,
+        }
+    }
+
+    /// Whether this build can run the scenario.
+    fn is_built(self) -> bool {
+        self != Scenario::HttpLayer || HTTP_LAYER_BUILT
     }
 }
 
@@ -337,6 +404,7 @@ enum LimiterKind {
     Governor,
     Ratelimit,
     MutexHashMap,
+    TowerGovernor,
     Floor,
 }
 
@@ -347,6 +415,7 @@ impl LimiterKind {
             LimiterKind::Governor => "governor",
             LimiterKind::Ratelimit => "ratelimit",
             LimiterKind::MutexHashMap => "mutex-hashmap",
+            LimiterKind::TowerGovernor => "tower_governor",
             LimiterKind::Floor => "floor",
         }
     }
@@ -357,6 +426,14 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
     if scenario == Scenario::DirectReserve {
         // GCRA is the one `Reservable` quota; the peers have no reservations.
         return vec![(LimiterKind::Nanolimit, AlgorithmKind::Gcra)];
+    }
+    if scenario == Scenario::HttpLayer {
+        // The layers, and the service with no layer: the scenario's own floor.
+        return vec![
+            (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
+            (LimiterKind::TowerGovernor, AlgorithmKind::Gcra),
+            (LimiterKind::Floor, AlgorithmKind::NoLayer),
+        ];
     }
     let mut limiters = vec![
         (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
@@ -391,7 +468,12 @@ struct Job {
 #[derive(Debug)]
 struct Config {
     scenarios: Vec<Scenario>,
+    /// Thread counts of the hardware floors and of every scenario without its own.
     threads: Vec<usize>,
+    /// Whether every scenario runs at `threads` (`--threads`, or the smoke test).
+    threads_for_all: bool,
+    /// Scenarios left out because this build cannot run them (a note says so).
+    skipped: Vec<Scenario>,
     timing: Timing,
     zipf_draws_per_thread: usize,
     csv: Option<PathBuf>,
@@ -401,7 +483,7 @@ struct Config {
 const USAGE: &str = "usage: cargo bench --bench contention -- [--quick] [--scenario NAME]... \
 [--threads 1,2,4] [--duration SECS] [--csv PATH]
 scenarios: direct-allow direct-reserve direct-deny keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
-keyed-flood keyed-hot-under-flood packet-loop";
+keyed-flood keyed-hot-under-flood packet-loop http-layer (http-layer: build with --all-features)";
 
 fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String> {
     let mut scenarios = Vec::new();
@@ -424,6 +506,11 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
                 let name = value("--scenario")?;
                 let scenario = Scenario::from_name(&name)
                     .ok_or_else(|| format!("unknown scenario {name:?}"))?;
+                if !scenario.is_built() {
+                    return Err(format!(
+                        "this build has no scenario {name}: {HTTP_LAYER_BUILD_HINT} -- --scenario {name}"
+                    ));
+                }
                 if !scenarios.contains(&scenario) {
                     scenarios.push(scenario);
                 }
@@ -453,8 +540,11 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
+    let mut skipped = Vec::new();
     if scenarios.is_empty() {
-        scenarios = Scenario::ALL.to_vec();
+        (scenarios, skipped) = Scenario::ALL
+            .into_iter()
+            .partition(|scenario| scenario.is_built());
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let smoke_test = !bench_flag;
@@ -465,6 +555,7 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
     } else {
         (1..=cores).chain([2 * cores]).collect()
     };
+    let threads_for_all = threads.is_some() || smoke_test;
     let mut threads = threads.unwrap_or(default_threads);
     threads.sort_unstable();
     threads.dedup();
@@ -487,6 +578,8 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
     Ok(Config {
         scenarios,
         threads,
+        threads_for_all,
+        skipped,
         timing: Timing { warm_up, measured },
         zipf_draws_per_thread,
         csv,
@@ -600,8 +693,11 @@ fn run_keyed<S: KeyedSubject>(job: Job, context: &Context) -> MeasuredRun {
         Scenario::PacketLoop => measure(threads, timing, |thread_index| {
             PacketWorker::new(subject, keys::FlowKeys::new(thread_index, threads))
         }),
-        Scenario::DirectAllow | Scenario::DirectReserve | Scenario::DirectDeny => {
-            unreachable!("not a keyed scenario")
+        Scenario::DirectAllow
+        | Scenario::DirectReserve
+        | Scenario::DirectDeny
+        | Scenario::HttpLayer => {
+            unreachable!("not a keyed scenario of KeyedSubjects")
         }
     };
     MeasuredRun {
@@ -635,6 +731,9 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
     let Some(scenario) = job.scenario else {
         return run_floor(job, context);
     };
+    if scenario == Scenario::HttpLayer {
+        return run_http_layer(job, context);
+    }
     let quota = scenario.quota(job.algorithm);
     if scenario == Scenario::DirectReserve {
         assert_eq!(
@@ -685,6 +784,16 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
     }
 }
 
+#[cfg(all(feature = "http", feature = "axum"))]
+fn run_http_layer(job: Job, context: &Context) -> MeasuredRun {
+    http_layer::run(job, context)
+}
+
+#[cfg(not(all(feature = "http", feature = "axum")))]
+fn run_http_layer(_job: Job, _context: &Context) -> MeasuredRun {
+    unreachable!("http-layer is planned only where it is built ({HTTP_LAYER_BUILD_HINT})")
+}
+
 fn key_pattern(scenario: Scenario, context: &Context) -> KeyPattern {
     match scenario {
         Scenario::DirectAllow
@@ -702,6 +811,7 @@ fn key_pattern(scenario: Scenario, context: &Context) -> KeyPattern {
         Scenario::KeyedFlood => KeyPattern::Flood,
         Scenario::KeyedHotUnderFlood => KeyPattern::HotUnderFlood,
         Scenario::PacketLoop => KeyPattern::Flows,
+        Scenario::HttpLayer => KeyPattern::HttpClients,
     }
 }
 
@@ -732,6 +842,10 @@ fn make_row(job: Job, run: MeasuredRun, context: &Context) -> Row {
     let Some(scenario) = job.scenario else {
         return row;
     };
+    if job.limiter == LimiterKind::Floor {
+        // A scenario's own floor (http-layer's service with no layer): no keys, no quota.
+        return row;
+    }
     let pattern = key_pattern(scenario, context);
     let operations_per_thread = measurement.lifetime_operations_per_thread();
     row.keys = pattern.distinct_keys(&operations_per_thread);
@@ -756,6 +870,16 @@ fn make_row(job: Job, run: MeasuredRun, context: &Context) -> Row {
     row
 }
 
+impl Config {
+    /// The thread counts `scenario` runs at.
+    fn threads_for(&self, scenario: Scenario) -> Vec<usize> {
+        match scenario.own_threads() {
+            Some(own) if !self.threads_for_all => own.to_vec(),
+            _ => self.threads.clone(),
+        }
+    }
+}
+
 fn plan(config: &Config) -> Vec<Job> {
     let mut jobs = Vec::new();
     for &threads in &config.threads {
@@ -769,7 +893,7 @@ fn plan(config: &Config) -> Vec<Job> {
         }
     }
     for &scenario in &config.scenarios {
-        for &threads in &config.threads {
+        for threads in config.threads_for(scenario) {
             for (limiter, algorithm) in limiters_for(scenario) {
                 jobs.push(Job {
                     scenario: Some(scenario),
@@ -887,6 +1011,21 @@ fn main() -> ExitCode {
         config.timing.measured.as_secs_f64(),
         config.timing.warm_up.as_secs_f64(),
     );
+    for &scenario in &config.scenarios {
+        if config.threads_for(scenario) != config.threads {
+            println!(
+                "{}: threads {:?} (its own default; --threads sets every scenario's)",
+                scenario.name(),
+                config.threads_for(scenario)
+            );
+        }
+    }
+    for scenario in &config.skipped {
+        println!(
+            "note: scenario {} skipped: {HTTP_LAYER_BUILD_HINT}",
+            scenario.name()
+        );
+    }
     if let Some(load) = load_average().filter(|&load| load > cores as f64 * 0.5) {
         println!(
             "warning: load average {load:.1} on {cores} cores: other processes compete for the CPUs, so the times below are inflated and noisy"

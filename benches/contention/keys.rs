@@ -3,6 +3,7 @@
 
 use crate::subjects::KeySource;
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_distr::Zipf;
 use std::sync::Arc;
@@ -24,6 +25,8 @@ pub const FLOOD_LEGITIMATE_KEYS: u64 = 4;
 pub const FLOOD_LEGITIMATE_EVERY: u64 = 64;
 /// Flows in the packet loop (a power of two; shared by all threads).
 pub const PACKET_FLOWS: u64 = 65_536;
+/// Client addresses in http-layer (one pool, shared by all threads).
+pub const HTTP_CLIENTS: u32 = 10_000;
 
 /// keyed-hot: one key.
 pub struct HotKey;
@@ -236,6 +239,17 @@ impl KeySource for FlowKeys {
     }
 }
 
+/// http-layer: the order in which thread `thread_index` walks the client pool, cycling: a
+/// permutation of `0..HTTP_CLIENTS` seeded by thread index (the same on every call), so that
+/// consecutive requests come from unrelated clients and threads do not move in step.
+pub fn http_client_order(thread_index: usize) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..HTTP_CLIENTS).collect();
+    order.shuffle(&mut StdRng::seed_from_u64(
+        0x4874_7470 + thread_index as u64,
+    ));
+    order
+}
+
 /// A scenario's key pattern, for the accounting after a run.
 #[derive(Clone)]
 pub enum KeyPattern {
@@ -253,6 +267,9 @@ pub enum KeyPattern {
     HotUnderFlood,
     /// packet-loop.
     Flows,
+    /// http-layer: each thread cycles through its own order of the shared client pool
+    /// ([`http_client_order`]).
+    HttpClients,
 }
 
 /// Adds one walk of `operations` keys in order from `start` over `0..key_count` to `hits`.
@@ -306,6 +323,18 @@ impl KeyPattern {
                 }
                 hits
             }
+            KeyPattern::HttpClients => {
+                let mut hits = vec![0; HTTP_CLIENTS as usize];
+                for (thread_index, &operations) in operations_per_thread.iter().enumerate() {
+                    let length = u64::from(HTTP_CLIENTS);
+                    let (full_passes, partial) = (operations / length, operations % length);
+                    for (position, &client) in http_client_order(thread_index).iter().enumerate() {
+                        hits[client as usize] +=
+                            full_passes + u64::from((position as u64) < partial);
+                    }
+                }
+                hits
+            }
             KeyPattern::Flood => {
                 let mut hits = vec![0; FLOOD_LEGITIMATE_KEYS as usize];
                 for &operations in operations_per_thread {
@@ -340,6 +369,7 @@ impl KeyPattern {
             KeyPattern::Rotate => ROTATE_KEYS,
             KeyPattern::Zipf(_) => ZIPF_KEYS,
             KeyPattern::Flows => PACKET_FLOWS,
+            KeyPattern::HttpClients => u64::from(HTTP_CLIENTS),
             KeyPattern::Flood => {
                 let total: u64 = operations_per_thread.iter().sum();
                 let legitimate: u64 = operations_per_thread

@@ -21,6 +21,8 @@ pub enum AlgorithmKind {
     Cas,
     /// Floor: one ahash of a key, then one uncontended compare-and-swap.
     AhashCas,
+    /// http-layer's floor: the request sent to the inner service with no layer.
+    NoLayer,
 }
 
 impl AlgorithmKind {
@@ -34,6 +36,7 @@ impl AlgorithmKind {
             AlgorithmKind::ClockRead => "clock-read",
             AlgorithmKind::Cas => "cas",
             AlgorithmKind::AhashCas => "ahash-cas",
+            AlgorithmKind::NoLayer => "no-layer",
         }
     }
 }

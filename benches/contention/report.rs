@@ -39,12 +39,16 @@ impl Accuracy {
     }
 }
 
+/// The `scenario` of the hardware floor rows (repeated under every scenario in the CSV). A
+/// scenario's own floor rows (http-layer's `no-layer`) carry the scenario's name instead.
+pub const HARDWARE_FLOORS: &str = "floor";
+
 /// One measurement.
 #[derive(Debug, Clone)]
 pub struct Row {
-    /// Scenario name (floor rows are repeated under every scenario).
+    /// Scenario name ([`HARDWARE_FLOORS`] for the hardware floor rows).
     pub scenario: &'static str,
-    /// `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor`.
+    /// `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap`, `tower_governor` or `floor`.
     pub limiter: &'static str,
     /// Algorithm name.
     pub algorithm: &'static str,
@@ -92,6 +96,11 @@ impl Row {
         self.allowed as f64 / self.operations.max(1) as f64
     }
 
+    /// Whether this is a hardware floor row (not a scenario's own floor).
+    pub fn is_hardware_floor(&self) -> bool {
+        self.limiter == "floor" && self.scenario == HARDWARE_FLOORS
+    }
+
     /// The line label in the chart and the series key.
     pub fn series(&self) -> String {
         match self.limiter {
@@ -107,6 +116,7 @@ pub fn floor_components(scenario: &str) -> &'static [(&'static str, f64)] {
     match scenario {
         "direct-allow" | "direct-reserve" | "direct-deny" => &[("clock-read", 1.0), ("cas", 1.0)],
         "packet-loop" => &[("clock-read", 1.0 / 32.0), ("ahash-cas", 1.0)],
+        "http-layer" => &[("no-layer", 1.0)],
         _ => &[("clock-read", 1.0), ("ahash-cas", 1.0)],
     }
 }
@@ -125,13 +135,17 @@ fn floor_label(scenario: &str) -> String {
         .join(" + ")
 }
 
-/// The scenario's floor at `threads`, in (per-thread ns, aggregate ns), from its floor rows.
+/// The scenario's floor at `threads`, in (per-thread ns, aggregate ns), from its floor rows
+/// (the hardware floors, or the scenario's own).
 pub fn floor_at(rows: &[Row], scenario: &str, threads: usize) -> Option<(f64, f64)> {
     let mut per_thread = 0.0;
     let mut aggregate = 0.0;
     for (algorithm, weight) in floor_components(scenario) {
         let row = rows.iter().find(|row| {
-            row.limiter == "floor" && row.algorithm == *algorithm && row.threads == threads
+            row.limiter == "floor"
+                && (row.scenario == HARDWARE_FLOORS || row.scenario == scenario)
+                && row.algorithm == *algorithm
+                && row.threads == threads
         })?;
         per_thread += weight * row.ns_per_op();
         aggregate += weight * row.aggregate_ns_per_op();
@@ -185,7 +199,7 @@ pub fn print_table(
     scenarios: &[(&'static str, String)],
     rows: &[Row],
 ) -> std::io::Result<()> {
-    let floors: Vec<&Row> = rows.iter().filter(|row| row.limiter == "floor").collect();
+    let floors: Vec<&Row> = rows.iter().filter(|row| row.is_hardware_floor()).collect();
     if !floors.is_empty() {
         writeln!(
             out,
@@ -209,9 +223,10 @@ pub fn print_table(
         }
     }
     for (scenario, description) in scenarios {
+        // The scenario's rows, its own floor's (http-layer's) included.
         let scenario_rows: Vec<&Row> = rows
             .iter()
-            .filter(|row| row.scenario == *scenario && row.limiter != "floor")
+            .filter(|row| row.scenario == *scenario)
             .collect();
         if scenario_rows.is_empty() {
             continue;
@@ -232,9 +247,10 @@ pub fn print_table(
             "allowed",
         )?;
         for row in &scenario_rows {
-            let governor = scenario_rows
-                .iter()
-                .find(|other| other.limiter == "governor" && other.threads == row.threads);
+            let governor = scenario_rows.iter().find(|other| {
+                matches!(other.limiter, "governor" | "tower_governor")
+                    && other.threads == row.threads
+            });
             let versus_governor = governor.map_or("-".to_string(), |governor| {
                 format!(
                     "{:.2}x",
@@ -283,6 +299,9 @@ pub fn print_table(
         }
         if *scenario == "direct-reserve" {
             print_versus_allowed_check(out, rows, &scenario_rows)?;
+        }
+        if *scenario == "http-layer" {
+            print_layer_overheads(out, &scenario_rows)?;
         }
         let reports: Vec<&&Row> = scenario_rows
             .iter()
@@ -337,15 +356,49 @@ fn print_versus_allowed_check(
     )
 }
 
-/// Writes every row, floors repeated under each scenario, in the documented columns.
+/// The layers' overheads over the floor (the service with no layer) in http-layer, aggregate ns
+/// per call, and nanolimit's over tower_governor's (the target: at most 0.5).
+fn print_layer_overheads(out: &mut impl std::io::Write, rows: &[&Row]) -> std::io::Result<()> {
+    let mut thread_counts: Vec<usize> = rows.iter().map(|row| row.threads).collect();
+    thread_counts.sort_unstable();
+    thread_counts.dedup();
+    let find = |limiter: &str, threads: usize| {
+        rows.iter()
+            .find(|row| row.limiter == limiter && row.threads == threads)
+            .map(|row| row.aggregate_ns_per_op())
+    };
+    for threads in thread_counts {
+        let (Some(nanolimit), Some(tower_governor), Some(floor)) = (
+            find("nanolimit", threads),
+            find("tower_governor", threads),
+            find("floor", threads),
+        ) else {
+            continue;
+        };
+        let (ours, theirs) = (nanolimit - floor, tower_governor - floor);
+        // Too short a run (the smoke test) can put a layer below the floor: no ratio then.
+        let ratio = if ours > 0.0 && theirs > 0.0 {
+            format!("{:.2}", ours / theirs)
+        } else {
+            "n/a (a layer measured at or below the floor)".to_string()
+        };
+        writeln!(
+            out,
+            "   overhead over no layer at {threads} thread{}: nanolimit {ours:.2} ns, tower_governor {theirs:.2} ns per call (aggregate); nanolimit / tower_governor = {ratio} (target <= 0.5)",
+            if threads == 1 { "" } else { "s" },
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes every row, hardware floors repeated under each scenario, in the documented columns.
 pub fn write_csv(path: &Path, scenarios: &[&'static str], rows: &[Row]) -> std::io::Result<()> {
     let mut text = String::new();
     writeln!(text, "{CSV_HEADER}").expect("writing to a String cannot fail");
     for scenario in scenarios {
-        let floors = rows.iter().filter(|row| row.limiter == "floor");
-        let own = rows
-            .iter()
-            .filter(|row| row.scenario == *scenario && row.limiter != "floor");
+        let floors = rows.iter().filter(|row| row.is_hardware_floor());
+        // The scenario's rows, its own floor's (http-layer's) included.
+        let own = rows.iter().filter(|row| row.scenario == *scenario);
         for row in own.chain(floors) {
             writeln!(
                 text,

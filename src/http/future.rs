@@ -13,7 +13,7 @@ pin_project_lite::pin_project! {
     pub struct ResponseFuture<F, Q, ResBody, E> {
         #[pin]
         state: State<F, ResBody, E>,
-        headers: Option<HeaderMap>,
+        headers: Option<Box<HeaderMap>>,
         quota: core::marker::PhantomData<fn() -> Q>,
     }
 }
@@ -26,7 +26,7 @@ pin_project_lite::pin_project! {
     #[project = StateProjection]
     enum State<F, ResBody, E> {
         Passed { #[pin] future: F },
-        Answered { response: Option<Response<ResBody>> },
+        Answered { response: Option<Box<Response<ResBody>>> },
         Held { future: HeldFuture<ResBody, E> },
     }
 }
@@ -35,7 +35,7 @@ impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
     pub(super) fn passed(future: F, headers: Option<HeaderMap>) -> Self {
         ResponseFuture {
             state: State::Passed { future },
-            headers: headers.filter(|headers| !headers.is_empty()),
+            headers: headers.filter(|headers| !headers.is_empty()).map(Box::new),
             quota: core::marker::PhantomData,
         }
     }
@@ -43,7 +43,7 @@ impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
     pub(super) fn answered(response: Response<ResBody>) -> Self {
         ResponseFuture {
             state: State::Answered {
-                response: Some(response),
+                response: Some(Box::new(response)),
             },
             headers: None,
             quota: core::marker::PhantomData,
@@ -76,12 +76,12 @@ where
                 Poll::Pending => return Poll::Pending,
             },
             StateProjection::Answered { response } => {
-                return Poll::Ready(Ok(response.take().expect("polled after completion")));
+                return Poll::Ready(Ok(*response.take().expect("polled after completion")));
             }
             StateProjection::Held { future } => return future.as_mut().poll(cx),
         };
         if let Some(headers) = this.headers.take() {
-            merge_headers(response.headers_mut(), headers);
+            merge_headers(response.headers_mut(), *headers);
         }
         Poll::Ready(Ok(response))
     }

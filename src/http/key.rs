@@ -154,6 +154,7 @@ impl PeerIp {
     }
 
     /// The client address of `request`, masked to the IPv6 prefix.
+    #[inline(always)]
     pub fn client_ip<B>(&self, request: &Request<B>) -> Result<IpAddr, KeyRejection> {
         let client = if self.trusted_proxies == 0 {
             peer_address(request).ok_or(KeyRejection::Missing)?
@@ -163,6 +164,7 @@ impl PeerIp {
         Ok(self.masked(client))
     }
 
+    #[inline]
     fn masked(&self, ip: IpAddr) -> IpAddr {
         match ip {
             IpAddr::V4(v4) => IpAddr::V4(v4),
@@ -177,7 +179,10 @@ impl PeerIp {
         }
     }
 
-    /// The address `trusted_proxies` entries from the end of the forwarding header.
+    /// The address `trusted_proxies` entries from the end of the forwarding header (cold:
+    /// most servers trust no proxy, and the peer's address is the fast path).
+    #[cold]
+    #[inline(never)]
     fn forwarded_client<B>(&self, request: &Request<B>) -> Result<IpAddr, KeyRejection> {
         let name = match self.header {
             ForwardingHeader::XForwardedFor => HeaderName::from_static("x-forwarded-for"),
@@ -214,6 +219,7 @@ impl PeerIp {
 impl KeyExtractor for PeerIp {
     type Key = IpAddr;
 
+    #[inline]
     fn with_key<B, R>(
         &self,
         request: &Request<B>,
@@ -224,6 +230,7 @@ impl KeyExtractor for PeerIp {
 }
 
 /// The peer address the server recorded in the request's extensions.
+#[inline(always)]
 fn peer_address<B>(request: &Request<B>) -> Option<IpAddr> {
     let extensions = request.extensions();
     #[cfg(feature = "axum")]

@@ -22,6 +22,10 @@ pub trait HttpLimiter<K: ?Sized>: Send + Sync + 'static {
         request: Request<Self::Quota>,
     ) -> Result<Decision<Self::Quota>, RequestError>;
 
+    /// Checks one unit for `key` on the limiter's own quota and clock, as the limiter's
+    /// `check` does.
+    fn check_one(&self, key: &K) -> Decision<Self::Quota>;
+
     /// Judges `request` for `key` without consuming anything, as the limiter's `peek_with`
     /// does.
     fn peek_with(
@@ -52,6 +56,11 @@ impl<K: ?Sized, Q: Quota, C: Clock + 'static> HttpLimiter<K> for Limiter<Q, C> {
         Limiter::check_with(self, request)
     }
 
+    #[inline]
+    fn check_one(&self, _key: &K) -> Decision<Q> {
+        Limiter::check(self)
+    }
+
     fn peek_with(&self, _key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         Limiter::peek_with(self, request)
     }
@@ -75,6 +84,11 @@ where
     #[inline]
     fn check_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         KeyedLimiter::check_with(self, key, request)
+    }
+
+    #[inline]
+    fn check_one(&self, key: &K) -> Decision<Q> {
+        KeyedLimiter::check(self, key)
     }
 
     fn peek_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {

@@ -1,0 +1,201 @@
+//! The http-layer scenario (features `http` and `axum`): one HTTP request per call through an
+//! in-process `tower::Service`, no network, no runtime. Every thread clones the service, calls
+//! `ready()` then `call()` and polls each future once with a no-op waker: the inner service
+//! answers at once, so both complete on their first poll (asserted). Three services:
+//!
+//! - `nanolimit`: nanolimit's `RateLimitLayer::keyed` over a `KeyedLimiter<IpAddr, Gcra>` (the
+//!   default `Hashed` keys, `WhenFull::Deny`, capacity 10,000), keyed by `PeerIp::new()` (no
+//!   trusted proxies), `headers_on_allowed(false)` (the default): an allowed response gets no
+//!   header; a rejection gets `RateLimit-Policy`, `RateLimit` and `Retry-After`.
+//! - `tower_governor`: tower_governor 0.8's `GovernorLayer` with its default configuration
+//!   (`PeerIpKeyExtractor`, `NoOpMiddleware`, all methods) and the same quota
+//!   (`per_nanosecond` / `burst_size`): an allowed response gets no header (its
+//!   `use_headers()` would add `x-ratelimit-limit` and `x-ratelimit-remaining`); a rejection
+//!   gets `x-ratelimit-after` and `retry-after`. Its governor store is a `DashMap` on std's
+//!   hasher, unbounded (no sweeper runs: it holds the 10,000 clients).
+//! - `floor` (`no-layer`): the inner service called directly: building the request, the call
+//!   and dropping the response, which the other two rows pay as well.
+//!
+//! The inner service is a `tower::service_fn` answering `200 OK` with an empty
+//! `axum::body::Body` (both layers take axum's body: nanolimit builds its rejections
+//! `From<String>`, tower_governor `From<GovernorError>`). Each request is an empty
+//! `http::Request<axum::body::Body>` carrying its client's address as axum's
+//! `ConnectInfo<SocketAddr>`, where both key extractors read it; the addresses are IPv4
+//! (nanolimit keys IPv6 clients by /64, tower_governor by the whole address: IPv4 keeps the
+//! keys identical), 10,000 of them from 198.18.0.0/15 (reserved for benchmarks, RFC 2544), and
+//! each thread walks the pool in its own random order, pre-built before the measurement.
+
+use crate::keyed_subjects::unbounded_map_report;
+use crate::keys::{http_client_order, HTTP_CLIENTS};
+use crate::measure::{measure, Measurement, Outcome, Timing, Worker, ALLOWED};
+use crate::{lifetime_since, Context, Job, LimiterKind, MeasuredRun, Scenario};
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use http::{Request, Response, StatusCode};
+use nanolimit::http::{PeerIp, RateLimitLayer};
+use nanolimit::{Gcra, KeyedLimiter};
+use std::convert::Infallible;
+use std::fmt::Debug;
+use std::future::{ready, Future, Ready};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::Instant;
+use tower::{service_fn, Layer, Service, ServiceExt};
+use tower_governor::governor::GovernorConfigBuilder;
+use tower_governor::GovernorLayer;
+
+/// The first client address: 198.18.0.0/15 is set aside for benchmarks (RFC 2544).
+const FIRST_CLIENT: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 0);
+
+/// Client `index`'s address and (ephemeral-looking) port.
+fn client_address(index: u32) -> SocketAddr {
+    assert!(index < HTTP_CLIENTS);
+    let ip = Ipv4Addr::from(u32::from(FIRST_CLIENT) + index);
+    SocketAddr::new(IpAddr::V4(ip), 40_000 + (index % 20_000) as u16)
+}
+
+/// The inner service's handler: `200 OK`, empty body, at once.
+fn respond(_request: Request<Body>) -> Ready<Result<Response<Body>, Infallible>> {
+    ready(Ok(Response::new(Body::empty())))
+}
+
+/// Calls `service` as a server does, `ready()` then `call()`, polling each future once with a
+/// no-op waker: every service here answers at once, so a future still pending is a bug in the
+/// benchmark (it panics).
+#[inline]
+fn respond_now<S>(service: &mut S, request: Request<Body>) -> Response<Body>
+where
+    S: Service<Request<Body>, Response = Response<Body>>,
+    S::Error: Debug,
+{
+    let mut context = TaskContext::from_waker(Waker::noop());
+    let service = match pin!(service.ready()).poll(&mut context) {
+        Poll::Ready(Ok(service)) => service,
+        Poll::Ready(Err(error)) => panic!("the service failed to get ready: {error:?}"),
+        Poll::Pending => panic!("the service was not ready at once"),
+    };
+    match pin!(service.call(request)).poll(&mut context) {
+        Poll::Ready(Ok(response)) => response,
+        Poll::Ready(Err(error)) => panic!("the service failed: {error:?}"),
+        Poll::Pending => panic!("the response was not ready at once"),
+    }
+}
+
+/// Loop body of http-layer: one request from the next client of this thread's walk through the
+/// pool, counted as allowed when answered `200 OK`.
+struct HttpWorker<S> {
+    /// This thread's clone of the service.
+    service: S,
+    /// The pool in this thread's order.
+    clients: Vec<SocketAddr>,
+    /// The next client.
+    position: usize,
+}
+
+impl<S> HttpWorker<S> {
+    fn new(service: S, thread_index: usize) -> Self {
+        HttpWorker {
+            service,
+            clients: http_client_order(thread_index)
+                .into_iter()
+                .map(client_address)
+                .collect(),
+            position: 0,
+        }
+    }
+}
+
+impl<S> Worker for HttpWorker<S>
+where
+    S: Service<Request<Body>, Response = Response<Body>>,
+    S::Error: Debug,
+{
+    #[inline]
+    fn operate(&mut self) -> Outcome {
+        let client = self.clients[self.position];
+        self.position += 1;
+        if self.position == self.clients.len() {
+            self.position = 0;
+        }
+        let mut request = Request::new(Body::empty());
+        request.extensions_mut().insert(ConnectInfo(client));
+        let response = respond_now(&mut self.service, request);
+        Outcome::from(response.status() == StatusCode::OK) * ALLOWED
+    }
+}
+
+/// Runs `threads` threads, each on its own clone of `service`.
+fn measure_service<S>(service: &S, threads: usize, timing: Timing) -> Measurement
+where
+    S: Service<Request<Body>, Response = Response<Body>> + Clone + Sync,
+    S::Error: Debug,
+{
+    measure(threads, timing, |thread_index| {
+        HttpWorker::new(service.clone(), thread_index)
+    })
+}
+
+/// One http-layer measurement: `job.limiter` is `Nanolimit`, `TowerGovernor` or `Floor`.
+pub fn run(job: Job, context: &Context) -> MeasuredRun {
+    let quota = Scenario::HttpLayer.quota(job.algorithm);
+    let (threads, timing) = (job.threads, context.timing);
+    let endpoint = service_fn(respond);
+    match job.limiter {
+        LimiterKind::Nanolimit => {
+            let limiter = Arc::new(
+                KeyedLimiter::<IpAddr, Gcra>::new(
+                    quota.gcra(),
+                    Scenario::HttpLayer.table_capacity(threads),
+                )
+                .expect("a valid table"),
+            );
+            let layer = RateLimitLayer::keyed(Arc::clone(&limiter), PeerIp::new())
+                .headers_on_allowed(false);
+            let service = layer.layer(endpoint);
+            let built = Instant::now();
+            let measurement = measure_service(&service, threads, timing);
+            let stats = limiter.stats();
+            let layer_stats = layer.stats();
+            let state_report = format!(
+                "{} B/key; inserts {}, reclaims {}, refused new keys {}; layer: allowed {}, rejected {}",
+                limiter.bytes_per_key(),
+                stats.inserts,
+                stats.reclaims,
+                stats.refused_new_keys,
+                layer_stats.allowed,
+                layer_stats.rejected,
+            );
+            MeasuredRun {
+                lifetime: lifetime_since(built, &measurement),
+                state_report: Some(state_report),
+                measurement,
+            }
+        }
+        LimiterKind::TowerGovernor => {
+            let interval_ns = u64::try_from(quota.emission_interval().as_nanos())
+                .expect("the emission interval fits u64 nanoseconds");
+            let config = GovernorConfigBuilder::default()
+                .per_nanosecond(interval_ns)
+                .burst_size(u32::try_from(quota.burst).expect("the burst fits u32"))
+                .finish()
+                .expect("a valid tower_governor configuration");
+            let limiter = Arc::clone(config.limiter());
+            let service = GovernorLayer::<_, _, Body>::new(config).layer(endpoint);
+            let built = Instant::now();
+            let measurement = measure_service(&service, threads, timing);
+            MeasuredRun {
+                lifetime: lifetime_since(built, &measurement),
+                state_report: Some(unbounded_map_report(limiter.len())),
+                measurement,
+            }
+        }
+        LimiterKind::Floor => MeasuredRun {
+            measurement: measure_service(&endpoint, threads, timing),
+            lifetime: std::time::Duration::ZERO,
+            state_report: None,
+        },
+        other => unreachable!("http-layer has no {other:?} row"),
+    }
+}
