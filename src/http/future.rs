@@ -1,4 +1,5 @@
-//! The response future of the layer's service: a plain enum, pinned without unsafe code.
+//! The response future of the layer's service: a plain enum, pinned with `pin-project-lite`
+//! (the crate keeps `#![forbid(unsafe_code)]`).
 
 use super::headers::is_list_field;
 use crate::quota::Quota;
