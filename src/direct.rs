@@ -243,6 +243,30 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
         }
     }
 
+    /// The state word now (Acquire, as in `decide`): what a striped limiter reports its
+    /// decisions on.
+    #[inline]
+    pub(crate) fn state_word(&self) -> u64 {
+        // ORDERING: Acquire, as in `decide`.
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Consumes `cost` (at most the limit) at `now` under the limiter's own quota, through the
+    /// shared driver: the word written if admitted (`Ok`), or the word that denied it (`Err`).
+    /// What a striped limiter's lease is.
+    #[inline]
+    pub(crate) fn take_at(&self, cost: u64, now: Q::Instant) -> Result<u64, u64> {
+        // ORDERING: Acquire, as in `decide`.
+        let observed = self.state.load(Ordering::Acquire);
+        match driver::apply(&self.state, observed, |word| {
+            Some(self.quota.step(word, now, cost))
+        }) {
+            Applied::Allowed { current } => Ok(current),
+            Applied::Denied { observed } => Err(observed),
+            Applied::Aborted => unreachable!("a direct limiter's step never aborts"),
+        }
+    }
+
     /// [`decide`](Self::decide) after a lost race: the shared driver, from the word that won.
     #[cold]
     #[inline(never)]

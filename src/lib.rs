@@ -60,6 +60,7 @@ mod request;
 mod direct;
 pub mod keyed;
 mod operation;
+pub mod striped;
 pub mod throttle;
 
 #[cfg(feature = "http")]
@@ -76,6 +77,7 @@ pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};
 
 pub use direct::Limiter;
+pub use striped::StripedLimiter;
 pub use keyed::{
     Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,
     KeyedStats, TableError, WhenFull,

@@ -14,3 +14,8 @@ pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
 #[cfg(nanolimit_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+
+/// The counter that numbers threads for striped limiters (`striped::thread_stripe`): std's in
+/// every build. It is a `static` (loom's atomics cannot be), and it orders nothing: it only
+/// hands out distinct numbers, so no model needs to see it. Loom models pick stripes explicitly.
+pub(crate) use core::sync::atomic::AtomicUsize as ThreadCounter;

@@ -1,0 +1,133 @@
+//! Leases: units taken from a shared budget in one operation, to be spent locally, and the rule
+//! that sizes them.
+//!
+//! A lease is an admission of its whole size by the shared quota at the time it is taken, so
+//! the shared quota's own guarantee bounds the leases; the stripes only decide *when* leased
+//! units are spent, never how many exist. [`LeaseSource`] is the one interface a striped limiter
+//! needs of the budget: the in-process state word implements it here, and a shared store
+//! elsewhere (Redis, for a fleet) can implement the same two operations.
+
+use super::stripe::{self, COARSE_SHIFT};
+use crate::clock::{Clock, Timestamp};
+use crate::direct::Limiter;
+use crate::operation::GiveBack;
+use crate::quota::{Gcra, Quota, Reservable};
+
+/// A shared budget that grants leases.
+pub(crate) trait LeaseSource {
+    /// Takes `units` (at most the quota's burst) at `now`, all or nothing: the shared word the
+    /// lease wrote (`Ok`, what [`give_back`](Self::give_back) later names), or the word that
+    /// denied it (`Err`, nothing written).
+    fn take(&self, units: u64, now: Timestamp) -> Result<u64, u64>;
+
+    /// Gives `units` of the lease that wrote `booked` back to the budget, if no other lease or
+    /// admission has been taken since (then the budget is exactly as if the lease had been
+    /// `units` smaller); otherwise gives nothing, and the units lapse. Never gives more than the
+    /// lease took.
+    fn give_back(&self, booked: u64, units: u64);
+}
+
+impl<C: Clock> LeaseSource for Limiter<Gcra, C> {
+    #[inline]
+    fn take(&self, units: u64, now: Timestamp) -> Result<u64, u64> {
+        self.take_at(units, self.quota.instant(now))
+    }
+
+    #[cold]
+    fn give_back(&self, booked: u64, units: u64) {
+        let give_back = GiveBack {
+            booked,
+            increment_ticks: self.quota.increment_ticks(units),
+        };
+        // The cancellation step ignores the time: the origin avoids a clock read.
+        self.apply(give_back, self.quota.instant(Timestamp::ORIGIN));
+    }
+}
+
+/// How big leases are and how long they live: a striped limiter's configuration, checked when
+/// it is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LeasePolicy {
+    /// The smallest lease a refill takes (unless the request needs more).
+    pub(crate) min_units: u64,
+    /// The largest lease a refill takes (unless the request needs more).
+    pub(crate) max_units: u64,
+    /// How long after its lease a unit may be spent.
+    pub(crate) lifetime_ns: u64,
+}
+
+impl LeasePolicy {
+    /// The size of the lease a refill takes, given the word the refill claimed (the previous
+    /// lease's units and expiry) and the size `current` that lease was taken at:
+    ///
+    /// - halved (down to `min_units`) when the previous lease expired with units unspent: the
+    ///   stripe's rate is below what its leases hold, so they only widen the bound;
+    /// - doubled (up to `max_units`) when the previous lease was spent within the first quarter
+    ///   of its lifetime: the stripe refills often, so larger leases save shared writes;
+    /// - kept otherwise.
+    pub(crate) fn next_units(&self, current: u64, previous_word: u64, now_coarse: u64) -> u64 {
+        let current = current.clamp(self.min_units, self.max_units);
+        let previous_expiry = stripe::expiry(previous_word);
+        let unspent = stripe::units(previous_word);
+        if unspent > 0 && now_coarse >= previous_expiry {
+            return (current / 2).max(self.min_units);
+        }
+        let lifetime_coarse = self.lifetime_ns >> COARSE_SHIFT;
+        let taken_coarse = previous_expiry.saturating_sub(lifetime_coarse);
+        let spent_quickly =
+            unspent == 0 && now_coarse.saturating_sub(taken_coarse) <= lifetime_coarse / 4;
+        if spent_quickly && previous_expiry != 0 {
+            return current.saturating_mul(2).min(self.max_units);
+        }
+        current
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::striped::stripe::pack;
+
+    const POLICY: LeasePolicy = LeasePolicy {
+        min_units: 2,
+        max_units: 64,
+        // 40 coarse units: a quarter is 10.
+        lifetime_ns: 40 << COARSE_SHIFT,
+    };
+
+    #[test]
+    fn a_lease_spent_quickly_doubles_up_to_the_maximum() {
+        // Taken at 100 (expiry 140), emptied by 110.
+        let emptied = pack(0, 140);
+        assert_eq!(POLICY.next_units(8, emptied, 105), 16);
+        assert_eq!(POLICY.next_units(8, emptied, 110), 16);
+        assert_eq!(POLICY.next_units(40, emptied, 110), 64);
+        assert_eq!(POLICY.next_units(64, emptied, 110), 64);
+    }
+
+    #[test]
+    fn a_lease_spent_slowly_keeps_its_size() {
+        let emptied = pack(0, 140);
+        assert_eq!(POLICY.next_units(8, emptied, 111), 8);
+        assert_eq!(POLICY.next_units(8, emptied, 200), 8);
+        // A request that needed more than the stripe held, before expiry.
+        assert_eq!(POLICY.next_units(8, pack(3, 140), 120), 8);
+    }
+
+    #[test]
+    fn a_lease_that_lapsed_with_units_halves_down_to_the_minimum() {
+        let lapsed = pack(5, 140);
+        assert_eq!(POLICY.next_units(8, lapsed, 140), 4);
+        assert_eq!(POLICY.next_units(3, lapsed, 500), 2);
+        assert_eq!(POLICY.next_units(2, lapsed, 500), 2);
+    }
+
+    #[test]
+    fn a_stripe_never_leased_starts_at_its_current_size() {
+        assert_eq!(POLICY.next_units(2, stripe::EMPTY, 0), 2);
+        assert_eq!(POLICY.next_units(2, stripe::EMPTY, 1 << 30), 2);
+        // Out-of-bounds sizes are clamped first.
+        assert_eq!(POLICY.next_units(1, stripe::EMPTY, 0), 2);
+        assert_eq!(POLICY.next_units(1_000, stripe::EMPTY, 0), 64);
+    }
+}

@@ -1,0 +1,233 @@
+//! Building a [`StripedLimiter`]: stripes, lease sizes and lease lifetime, and why a
+//! configuration is refused ([`StripedError`]).
+
+use super::lease::LeasePolicy;
+use super::stripe::{COARSE_SHIFT, MAX_LEASE_UNITS};
+use super::StripedLimiter;
+use crate::clock::{Clock, QuantaClock};
+use crate::quota::Gcra;
+use core::fmt;
+use std::time::Duration;
+
+/// The most stripes a limiter may have.
+pub const MAX_STRIPES: usize = 1024;
+/// The shortest lease lifetime: two coarse units of the stripe word's expiry (about 1.05 ms), so
+/// that a lease always lives at least one (about 0.52 ms).
+pub const MIN_LEASE_LIFETIME: Duration = Duration::from_nanos(2 << COARSE_SHIFT);
+/// The longest lease lifetime.
+pub const MAX_LEASE_LIFETIME: Duration = Duration::from_secs(3_600);
+/// The lease lifetime unless configured.
+pub const DEFAULT_LEASE_LIFETIME: Duration = Duration::from_millis(10);
+/// The largest lease unless configured (also bounded by the burst; see
+/// [`StripedLimiterBuilder::lease_units`]).
+pub const DEFAULT_MAX_LEASE_UNITS: u64 = 256;
+
+/// Why a striped limiter's configuration was refused.
+///
+/// ```
+/// use nanolimit::striped::{StripedError, StripedLimiter};
+/// use nanolimit::Gcra;
+///
+/// let quota = Gcra::per_second(100)?;
+/// let error = StripedLimiter::builder(quota).lease_units(1, 500).build().unwrap_err();
+/// assert_eq!(error, StripedError::LeaseAboveBurst { max_units: 500, burst: 100 });
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StripedError {
+    /// No stripes, or more than [`MAX_STRIPES`].
+    StripeCount {
+        /// The count that was asked for.
+        requested: usize,
+    },
+    /// A lease range that is empty or starts at zero units.
+    LeaseRange {
+        /// The smallest lease asked for.
+        min_units: u64,
+        /// The largest lease asked for.
+        max_units: u64,
+    },
+    /// A largest lease above the quota's burst: the shared quota could never grant it.
+    LeaseAboveBurst {
+        /// The largest lease asked for.
+        max_units: u64,
+        /// The quota's burst.
+        burst: u64,
+    },
+    /// A largest lease above what a stripe word holds (2^24 − 2 units).
+    LeaseTooLarge {
+        /// The largest lease asked for.
+        max_units: u64,
+        /// The most a stripe holds.
+        max: u64,
+    },
+    /// A lease lifetime outside [`MIN_LEASE_LIFETIME`] ..= [`MAX_LEASE_LIFETIME`].
+    LeaseLifetime {
+        /// The lifetime asked for.
+        requested: Duration,
+    },
+}
+
+impl fmt::Display for StripedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            StripedError::StripeCount { requested } => write!(
+                f,
+                "a striped limiter needs 1 to {MAX_STRIPES} stripes, not {requested}"
+            ),
+            StripedError::LeaseRange {
+                min_units,
+                max_units,
+            } => write!(
+                f,
+                "lease sizes {min_units}..={max_units} are not a range of at least one unit"
+            ),
+            StripedError::LeaseAboveBurst { max_units, burst } => write!(
+                f,
+                "a lease of {max_units} units exceeds the quota's burst of {burst}: it could never be granted"
+            ),
+            StripedError::LeaseTooLarge { max_units, max } => write!(
+                f,
+                "a lease of {max_units} units exceeds the {max} a stripe holds"
+            ),
+            StripedError::LeaseLifetime { requested } => write!(
+                f,
+                "a lease lifetime of {requested:?} is outside {MIN_LEASE_LIFETIME:?}..={MAX_LEASE_LIFETIME:?}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StripedError {}
+
+/// Configures a [`StripedLimiter`]; made by [`StripedLimiter::builder`].
+///
+/// ```
+/// use nanolimit::striped::StripedLimiter;
+/// use nanolimit::{Gcra, ManualClock};
+/// use std::time::Duration;
+///
+/// let limiter = StripedLimiter::builder(Gcra::per_second(50_000)?)
+///     .stripes(8)
+///     .lease_units(1, 64)
+///     .lease_lifetime(Duration::from_millis(5))
+///     .clock(ManualClock::new())
+///     .build()?;
+/// assert_eq!(limiter.stripes(), 8);
+/// // In any interval, at most 8 × 63 units beyond what the quota itself admits, and no more
+/// // than 5 ms of the rate (250 units) either.
+/// assert_eq!(limiter.over_admission_bound(), 250);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct StripedLimiterBuilder<C: Clock = QuantaClock> {
+    quota: Gcra,
+    stripes: Option<usize>,
+    lease_units: Option<(u64, u64)>,
+    lease_lifetime: Duration,
+    clock: C,
+}
+
+impl StripedLimiterBuilder<QuantaClock> {
+    pub(crate) fn new(quota: Gcra) -> Self {
+        StripedLimiterBuilder {
+            quota,
+            stripes: None,
+            lease_units: None,
+            lease_lifetime: DEFAULT_LEASE_LIFETIME,
+            clock: QuantaClock::new(),
+        }
+    }
+}
+
+impl<C: Clock> StripedLimiterBuilder<C> {
+    /// How many stripes (rounded up to a power of two; at most [`MAX_STRIPES`]). Default: the
+    /// machine's available parallelism, rounded up. Threads beyond the count share stripes
+    /// (correct, with some contention on the shared stripe).
+    pub fn stripes(mut self, stripes: usize) -> Self {
+        self.stripes = Some(stripes);
+        self
+    }
+
+    /// The smallest and largest lease, in units. Leases start at `min_units` and adapt between
+    /// the two (see [`StripedLimiter`]). Default: 1 to the smallest of 256 and a quarter of the
+    /// burst shared among the stripes (`burst / (4 × stripes)`, at least 1), so that the
+    /// stripes together never hold more than a quarter of the burst. `max_units` may not
+    /// exceed the burst.
+    pub fn lease_units(mut self, min_units: u64, max_units: u64) -> Self {
+        self.lease_units = Some((min_units, max_units));
+        self
+    }
+
+    /// How long leased units may be spent after their lease: units left when it ends lapse
+    /// (given back to the budget when no other lease was taken since). Between
+    /// [`MIN_LEASE_LIFETIME`] and [`MAX_LEASE_LIFETIME`]; default [`DEFAULT_LEASE_LIFETIME`].
+    /// Shorter lifetimes tighten the over-admission bound for slow quotas.
+    pub fn lease_lifetime(mut self, lifetime: Duration) -> Self {
+        self.lease_lifetime = lifetime;
+        self
+    }
+
+    /// The clock the limiter reads (default [`QuantaClock`]).
+    pub fn clock<D: Clock>(self, clock: D) -> StripedLimiterBuilder<D> {
+        StripedLimiterBuilder {
+            quota: self.quota,
+            stripes: self.stripes,
+            lease_units: self.lease_units,
+            lease_lifetime: self.lease_lifetime,
+            clock,
+        }
+    }
+
+    /// The limiter, or why the configuration cannot work.
+    pub fn build(self) -> Result<StripedLimiter<C>, StripedError> {
+        let requested = self.stripes.unwrap_or_else(default_stripes);
+        if requested == 0 || requested > MAX_STRIPES {
+            return Err(StripedError::StripeCount { requested });
+        }
+        let stripes = requested.next_power_of_two();
+        let burst = self.quota.limit();
+        let (min_units, max_units) = self.lease_units.unwrap_or_else(|| {
+            let per_stripe = (burst / 4 / stripes as u64).clamp(1, DEFAULT_MAX_LEASE_UNITS);
+            (1, per_stripe)
+        });
+        if min_units == 0 || min_units > max_units {
+            return Err(StripedError::LeaseRange {
+                min_units,
+                max_units,
+            });
+        }
+        if max_units > burst {
+            return Err(StripedError::LeaseAboveBurst { max_units, burst });
+        }
+        if max_units > MAX_LEASE_UNITS {
+            return Err(StripedError::LeaseTooLarge {
+                max_units,
+                max: MAX_LEASE_UNITS,
+            });
+        }
+        if self.lease_lifetime < MIN_LEASE_LIFETIME || self.lease_lifetime > MAX_LEASE_LIFETIME {
+            return Err(StripedError::LeaseLifetime {
+                requested: self.lease_lifetime,
+            });
+        }
+        let policy = LeasePolicy {
+            min_units,
+            max_units,
+            lifetime_ns: self.lease_lifetime.as_nanos() as u64,
+        };
+        Ok(StripedLimiter::from_parts(
+            self.quota, stripes, policy, self.clock,
+        ))
+    }
+}
+
+/// The machine's available parallelism, or 1 if unknown.
+fn default_stripes() -> usize {
+    std::thread::available_parallelism()
+        .map(usize::from)
+        .unwrap_or(1)
+        .min(MAX_STRIPES)
+}
