@@ -43,9 +43,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`StripedLimiter`] keeps one GCRA budget for every thread of a server while letting threads
+//! admit without contending: each admits from its own stripe of units leased from the budget
+//! (see [`striped`] for the bound on over-admission).
+//!
 //! The modules follow the layers: [`quota`] (pure step functions) → the compare-and-swap driver
 //! and the operations it applies (check, reserve, cancel) → [`Decision`] and [`Request`] → the
-//! limiters ([`Limiter`], [`keyed`]) → [`throttle`] (reservations and waits) → [`clock`].
+//! limiters ([`Limiter`], [`keyed`], [`striped`]) → [`throttle`] (reservations and waits) →
+//! [`clock`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -77,11 +82,11 @@ pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};
 
 pub use direct::Limiter;
-pub use striped::StripedLimiter;
 pub use keyed::{
     Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,
     KeyedStats, TableError, WhenFull,
 };
+pub use striped::StripedLimiter;
 #[cfg(feature = "tokio")]
 pub use throttle::TokioClock;
 pub use throttle::{LeakyBucket, Reservation, WaitError};

@@ -7,7 +7,7 @@
 //! needs of the budget: the in-process state word implements it here, and a shared store
 //! elsewhere (Redis, for a fleet) can implement the same two operations.
 
-use super::stripe::{self, COARSE_SHIFT};
+use super::stripe;
 use crate::clock::{Clock, Timestamp};
 use crate::direct::Limiter;
 use crate::operation::GiveBack;
@@ -52,31 +52,41 @@ pub(crate) struct LeasePolicy {
     pub(crate) min_units: u64,
     /// The largest lease a refill takes (unless the request needs more).
     pub(crate) max_units: u64,
-    /// How long after its lease a unit may be spent.
+    /// The configured lease lifetime.
     pub(crate) lifetime_ns: u64,
+    /// The grains, counting the lease's own, in which its units may be spent
+    /// ([`stripe::lifetime_grains`] of the lifetime).
+    pub(crate) lifetime_grains: u64,
 }
 
 impl LeasePolicy {
+    pub(crate) fn new(min_units: u64, max_units: u64, lifetime_ns: u64) -> LeasePolicy {
+        LeasePolicy {
+            min_units,
+            max_units,
+            lifetime_ns,
+            lifetime_grains: stripe::lifetime_grains(lifetime_ns),
+        }
+    }
+
     /// The size of the lease a refill takes, given the word the refill claimed (the previous
-    /// lease's units and expiry) and the size `current` that lease was taken at:
+    /// lease's units and start) and the size `current` that lease was taken at:
     ///
-    /// - halved (down to `min_units`) when the previous lease expired with units unspent: the
+    /// - halved (down to `min_units`) when the previous lease lapsed with units unspent: the
     ///   stripe's rate is below what its leases hold, so they only widen the bound;
     /// - doubled (up to `max_units`) when the previous lease was spent within the first quarter
     ///   of its lifetime: the stripe refills often, so larger leases save shared writes;
-    /// - kept otherwise.
-    pub(crate) fn next_units(&self, current: u64, previous_word: u64, now_coarse: u64) -> u64 {
+    /// - kept otherwise (and for a stripe that never held a lease).
+    pub(crate) fn next_units(&self, current: u64, previous_word: u64, now_grain: u64) -> u64 {
         let current = current.clamp(self.min_units, self.max_units);
-        let previous_expiry = stripe::expiry(previous_word);
         let unspent = stripe::units(previous_word);
-        if unspent > 0 && now_coarse >= previous_expiry {
+        if unspent > 0 && stripe::has_lapsed(previous_word, now_grain, self.lifetime_grains) {
             return (current / 2).max(self.min_units);
         }
-        let lifetime_coarse = self.lifetime_ns >> COARSE_SHIFT;
-        let taken_coarse = previous_expiry.saturating_sub(lifetime_coarse);
-        let spent_quickly =
-            unspent == 0 && now_coarse.saturating_sub(taken_coarse) <= lifetime_coarse / 4;
-        if spent_quickly && previous_expiry != 0 {
+        let spent_quickly = unspent == 0
+            && previous_word != stripe::EMPTY
+            && now_grain.saturating_sub(stripe::start(previous_word)) <= self.lifetime_grains / 4;
+        if spent_quickly {
             return current.saturating_mul(2).min(self.max_units);
         }
         current
@@ -86,48 +96,51 @@ impl LeasePolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::striped::stripe::pack;
+    use crate::striped::stripe::{pack, GRAIN_SHIFT};
 
-    const POLICY: LeasePolicy = LeasePolicy {
-        min_units: 2,
-        max_units: 64,
-        // 40 coarse units: a quarter is 10.
-        lifetime_ns: 40 << COARSE_SHIFT,
-    };
+    /// 41 grains of lifetime: units live 40 grains, a quarter of which is 10.
+    fn policy() -> LeasePolicy {
+        LeasePolicy::new(2, 64, 41 << GRAIN_SHIFT)
+    }
 
     #[test]
     fn a_lease_spent_quickly_doubles_up_to_the_maximum() {
-        // Taken at 100 (expiry 140), emptied by 110.
-        let emptied = pack(0, 140);
-        assert_eq!(POLICY.next_units(8, emptied, 105), 16);
-        assert_eq!(POLICY.next_units(8, emptied, 110), 16);
-        assert_eq!(POLICY.next_units(40, emptied, 110), 64);
-        assert_eq!(POLICY.next_units(64, emptied, 110), 64);
+        let policy = policy();
+        assert_eq!(policy.lifetime_grains, 40);
+        // Taken in grain 100, emptied by grain 110.
+        let emptied = pack(0, 100);
+        assert_eq!(policy.next_units(8, emptied, 105), 16);
+        assert_eq!(policy.next_units(8, emptied, 110), 16);
+        assert_eq!(policy.next_units(40, emptied, 110), 64);
+        assert_eq!(policy.next_units(64, emptied, 110), 64);
     }
 
     #[test]
     fn a_lease_spent_slowly_keeps_its_size() {
-        let emptied = pack(0, 140);
-        assert_eq!(POLICY.next_units(8, emptied, 111), 8);
-        assert_eq!(POLICY.next_units(8, emptied, 200), 8);
-        // A request that needed more than the stripe held, before expiry.
-        assert_eq!(POLICY.next_units(8, pack(3, 140), 120), 8);
+        let policy = policy();
+        let emptied = pack(0, 100);
+        assert_eq!(policy.next_units(8, emptied, 111), 8);
+        assert_eq!(policy.next_units(8, emptied, 200), 8);
+        // A request that needed more than the stripe held, before the lease lapsed.
+        assert_eq!(policy.next_units(8, pack(3, 100), 120), 8);
     }
 
     #[test]
     fn a_lease_that_lapsed_with_units_halves_down_to_the_minimum() {
-        let lapsed = pack(5, 140);
-        assert_eq!(POLICY.next_units(8, lapsed, 140), 4);
-        assert_eq!(POLICY.next_units(3, lapsed, 500), 2);
-        assert_eq!(POLICY.next_units(2, lapsed, 500), 2);
+        let policy = policy();
+        let lapsed = pack(5, 100);
+        assert_eq!(policy.next_units(8, lapsed, 140), 4);
+        assert_eq!(policy.next_units(3, lapsed, 500), 2);
+        assert_eq!(policy.next_units(2, lapsed, 500), 2);
     }
 
     #[test]
     fn a_stripe_never_leased_starts_at_its_current_size() {
-        assert_eq!(POLICY.next_units(2, stripe::EMPTY, 0), 2);
-        assert_eq!(POLICY.next_units(2, stripe::EMPTY, 1 << 30), 2);
+        let policy = policy();
+        assert_eq!(policy.next_units(2, stripe::EMPTY, 0), 2);
+        assert_eq!(policy.next_units(2, stripe::EMPTY, 1 << 30), 2);
         // Out-of-bounds sizes are clamped first.
-        assert_eq!(POLICY.next_units(1, stripe::EMPTY, 0), 2);
-        assert_eq!(POLICY.next_units(1_000, stripe::EMPTY, 0), 64);
+        assert_eq!(policy.next_units(1, stripe::EMPTY, 0), 2);
+        assert_eq!(policy.next_units(1_000, stripe::EMPTY, 0), 64);
     }
 }

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `mod.rs` | [`StripedLimiter`] and its operations; the accuracy contract |
 //! | `options.rs` | [`StripedLimiterBuilder`], [`StripedError`], the limits and defaults |
-//! | `stripe.rs` | a stripe's packed word (units, expiry, the claim marker) and its pure steps |
+//! | `stripe.rs` | a stripe's packed word (units, the lease's grain, the claim marker) and its pure steps |
 //! | `lease.rs` | where leases come from (the shared word, or another store), and their sizing |
 //! | `thread_stripe.rs` | which stripe the calling thread uses |
 //!
@@ -13,7 +13,7 @@
 //!
 //! 1. The calling thread's stripe (threads are numbered at their first check; the number
 //!    modulo the stripe count picks the stripe) holds the unspent units of its latest lease
-//!    and the lease's expiry, in one cache-padded word. A check that finds enough live units
+//!    and when the lease was taken, in one cache-padded word. A check that finds enough live units
 //!    takes them with one compare-and-swap on that word: no write to any line another core
 //!    uses, so admissions on different stripes do not contend.
 //! 2. Otherwise one thread *claims* the stripe (a compare-and-swap to a marker), takes a lease
@@ -36,15 +36,22 @@
 //!   [`over_admission_bound`](StripedLimiter::over_admission_bound) =
 //!   `min(stripes × (max lease − 1), ⌈lease lifetime / emission interval⌉)`: the units the
 //!   stripes can hold when the interval starts (a refill keeps at most `max lease − 1`), and
-//!   no more than the budget earns in one lease lifetime (a unit is spent only within the
-//!   lifetime of its lease, so every unit admitted in the interval was leased at most one
-//!   lifetime before it). With one stripe and leases of one unit, the limiter is exactly the
-//!   plain GCRA limiter.
-//! - **Expiry.** A unit is never spent later than the lease lifetime after its lease (rounded
-//!   down to the stripe word's 0.52 ms grain). Units left when a lease expires are given back
-//!   at the stripe's next refill, or by [`give_back_unused`](StripedLimiter::give_back_unused),
-//!   when that is exact: when no other lease or admission has been taken from the budget since
-//!   (then the budget is as if the lease had been smaller). Otherwise they lapse.
+//!   no more than the budget earns in one lease lifetime (a unit is spent at a reading less
+//!   than a grain before its lease's reading and less than the lifetime less a grain after it,
+//!   so the leases of the units admitted in an interval were taken within the interval widened
+//!   by one lifetime). For readings that go backward across threads, the first term assumes
+//!   the interval's readings are not behind those of the leases it spends; the second holds
+//!   for any readings. With one stripe and leases of one unit, the limiter is exactly the plain
+//!   GCRA limiter.
+//! - **Expiry.** A lease's units may be spent at readings in the whole grains of its lifetime
+//!   less one (a grain is 2^19 ns, about 0.52 ms), counting the grain the lease was taken in:
+//!   never later than the lifetime after the lease's reading, nor a grain or more before it. A
+//!   reading earlier than the lease (a timestamp taken before a preemption, a batch's cached
+//!   reading) is judged on the shared budget instead, as a plain limiter would judge it. Units
+//!   left when a lease lapses are given back at the stripe's next refill, or by
+//!   [`give_back_unused`](StripedLimiter::give_back_unused), when that is exact: when no other
+//!   lease or admission has been taken from the budget since (then the budget is as if the
+//!   lease had been smaller). Otherwise they lapse.
 //! - **Under-admission.** Units held by one stripe cannot serve another: a thread may be denied
 //!   while other stripes hold up to `stripes × (max lease − 1)` units, for at most one lease
 //!   lifetime. Leases adapt so that this matters little: a lease that lapsed with units
@@ -372,7 +379,7 @@ impl<C: Clock> StripedLimiter<C> {
                 // next claim's Acquire).
                 stripe
                     .word
-                    .store(stripe::pack(0, stripe::expiry(word)), Ordering::Release);
+                    .store(stripe::pack(0, stripe::start(word)), Ordering::Release);
             }
         }
     }
@@ -422,12 +429,13 @@ impl<C: Clock> StripedLimiter<C> {
             return self.peek_decision(stripe_number, 0, now);
         }
         let stripe = &self.stripes[stripe_number & self.stripe_mask];
-        let now_coarse = stripe::coarse(now);
+        let now_grain = stripe::grain(now);
+        let lifetime_grains = self.policy.lifetime_grains;
         loop {
             // ORDERING: Relaxed: spending needs only the word's atomicity; a claim re-reads the
             // word with its own Acquire compare-and-swap.
             let word = stripe.word.load(Ordering::Relaxed);
-            if let Some(spent) = stripe::spend(word, now_coarse, cost) {
+            if let Some(spent) = stripe::spend(word, now_grain, lifetime_grains, cost) {
                 // ORDERING: Relaxed: as above. The read-modify-write continues the release
                 // sequence of the refill that published the lease, so the next claim still
                 // synchronises with that refill.
@@ -460,29 +468,31 @@ impl<C: Clock> StripedLimiter<C> {
         instant: GcraInstant,
     ) -> Option<Decision<Gcra>> {
         let quota = self.shared.quota();
-        if stripe::is_claimed(word) {
-            // Another thread is refilling this stripe: the shared budget directly, no waiting.
+        let now_grain = stripe::grain(now);
+        if stripe::is_claimed(word) || stripe::is_behind(word, now_grain) {
+            // Another thread is refilling this stripe, or the reading is earlier than the
+            // stripe's lease and may not spend it: the shared budget directly, no waiting.
             return Some(self.shared.decide(Consume, quota, cost, instant));
         }
-        let now_coarse = stripe::coarse(now);
-        let held = stripe::spendable(word, now_coarse);
+        let held = stripe::spendable(word, now_grain, self.policy.lifetime_grains);
+        let lapsed = stripe::units(word) - held;
         let needed = cost - held;
-        // The read-only test: a denial writes nothing.
-        let observed = self.shared.state_word();
-        if quota.step(observed, instant, needed) == Step::Deny {
-            return Some(self.denied(observed, held, cost, instant));
+        // The read-only test (a denial writes nothing), on the budget as it will be once the
+        // refill gives the lapsed units back, if it will.
+        let budget = self.budget_after_lapse(stripe, lapsed);
+        if quota.step(budget, instant, needed) == Step::Deny {
+            return Some(self.denied(budget, held, cost, instant));
         }
         if !self.claim(stripe, word) {
             return None;
         }
-        let lapsed = stripe::units(word) - held;
         if lapsed > 0 {
             self.give_back(stripe, lapsed);
         }
         // ORDERING: Relaxed: written only under a claim; this claim's Acquire made the last
         // claim holder's write visible.
         let current = stripe.lease_units.load(Ordering::Relaxed);
-        let lease_units = self.policy.next_units(current, word, now_coarse);
+        let lease_units = self.policy.next_units(current, word, now_grain);
         // ORDERING: Relaxed, as above.
         stripe.lease_units.store(lease_units, Ordering::Relaxed);
         let wanted = lease_units.max(needed);
@@ -498,12 +508,11 @@ impl<C: Clock> StripedLimiter<C> {
                 let left = leased - needed;
                 // ORDERING: Relaxed: published by the Release store of the word below.
                 stripe.booked.store(booked, Ordering::Relaxed);
-                let expiry = stripe::expiry_after(now, self.policy.lifetime_ns);
                 // ORDERING: Release: publishes the lease and ends the claim; pairs with the next
                 // claim's Acquire, which then reads `booked` and `lease_units` as written here.
                 stripe
                     .word
-                    .store(stripe::pack(left, expiry), Ordering::Release);
+                    .store(stripe::pack(left, now_grain), Ordering::Release);
                 Some(self.admitted_on(booked, left, cost, instant))
             }
             Err(observed) => {
@@ -512,9 +521,25 @@ impl<C: Clock> StripedLimiter<C> {
                 // ORDERING: Release, as above (ends the claim).
                 stripe
                     .word
-                    .store(stripe::pack(held, stripe::expiry(word)), Ordering::Release);
+                    .store(stripe::pack(held, stripe::start(word)), Ordering::Release);
                 Some(self.denied(observed, held, cost, instant))
             }
+        }
+    }
+
+    /// The shared word, less the `lapsed` units of the stripe's lease if giving them back would
+    /// be exact (the lease is still the latest): what a refill would find after its give-back.
+    /// Read outside the claim, so only a guess for the read-only test: a refill claims and
+    /// decides again on what it finds.
+    #[inline]
+    fn budget_after_lapse(&self, stripe: &Stripe, lapsed: u64) -> u64 {
+        let observed = self.shared.state_word();
+        // ORDERING: Relaxed: a guess (see above); the claim's Acquire orders the exact read.
+        if lapsed > 0 && stripe.booked.load(Ordering::Relaxed) == observed {
+            let quota = self.shared.quota();
+            observed.saturating_sub(quota.increment_ticks(lapsed))
+        } else {
+            observed
         }
     }
 
@@ -581,14 +606,22 @@ impl<C: Clock> StripedLimiter<C> {
         let stripe = &self.stripes[stripe_number & self.stripe_mask];
         // ORDERING: Relaxed: a snapshot; nothing else is read through it.
         let word = stripe.word.load(Ordering::Relaxed);
-        let held = if stripe::is_claimed(word) {
-            0
+        let now_grain = stripe::grain(now);
+        let (held, lapsed) = if stripe::is_claimed(word) || stripe::is_behind(word, now_grain) {
+            (0, 0)
         } else {
-            stripe::spendable(word, stripe::coarse(now))
+            let held = stripe::spendable(word, now_grain, self.policy.lifetime_grains);
+            (held, stripe::units(word) - held)
         };
-        let observed = self.shared.state_word();
+        let observed = self.budget_after_lapse(stripe, lapsed);
         let state = observed.saturating_sub(quota.increment_ticks(held));
         let allowed = held >= cost || quota.step(observed, instant, cost - held) != Step::Deny;
-        Decision::new(allowed, cost, state, instant, self.shared.lead.judging(quota))
+        Decision::new(
+            allowed,
+            cost,
+            state,
+            instant,
+            self.shared.lead.judging(quota),
+        )
     }
 }

@@ -2,7 +2,7 @@
 //! configuration is refused ([`StripedError`]).
 
 use super::lease::LeasePolicy;
-use super::stripe::{COARSE_SHIFT, MAX_LEASE_UNITS};
+use super::stripe::{GRAIN_SHIFT, MAX_LEASE_UNITS};
 use super::StripedLimiter;
 use crate::clock::{Clock, QuantaClock};
 use crate::quota::Gcra;
@@ -11,9 +11,10 @@ use std::time::Duration;
 
 /// The most stripes a limiter may have.
 pub const MAX_STRIPES: usize = 1024;
-/// The shortest lease lifetime: two coarse units of the stripe word's expiry (about 1.05 ms), so
-/// that a lease always lives at least one (about 0.52 ms).
-pub const MIN_LEASE_LIFETIME: Duration = Duration::from_nanos(2 << COARSE_SHIFT);
+/// The shortest lease lifetime: four grains of the stripe word's clock (2^21 ns, about 2.1 ms).
+/// Units are spent in the whole grains of the lifetime less one, counting the lease's own grain
+/// (see [`StripedLimiter`]'s contract), so a lease's units live at least two grains (1 ms).
+pub const MIN_LEASE_LIFETIME: Duration = Duration::from_nanos(4 << GRAIN_SHIFT);
 /// The longest lease lifetime.
 pub const MAX_LEASE_LIFETIME: Duration = Duration::from_secs(3_600);
 /// The lease lifetime unless configured.
@@ -213,11 +214,7 @@ impl<C: Clock> StripedLimiterBuilder<C> {
                 requested: self.lease_lifetime,
             });
         }
-        let policy = LeasePolicy {
-            min_units,
-            max_units,
-            lifetime_ns: self.lease_lifetime.as_nanos() as u64,
-        };
+        let policy = LeasePolicy::new(min_units, max_units, self.lease_lifetime.as_nanos() as u64);
         Ok(StripedLimiter::from_parts(
             self.quota, stripes, policy, self.clock,
         ))
