@@ -4,8 +4,17 @@
 //! A lease is an admission of its whole size by the shared quota at the time it is taken, so
 //! the shared quota's own guarantee bounds the leases; the stripes only decide *when* leased
 //! units are spent, never how many exist. [`LeaseSource`] is the one interface a striped limiter
-//! needs of the budget: the in-process state word implements it here, and a shared store
-//! elsewhere (Redis, for a fleet) can implement the same two operations.
+//! needs of the budget, two operations on a GCRA word:
+//!
+//! | operation | in-process word (here) | a store shared by a fleet (Redis: one script each) |
+//! |---|---|---|
+//! | take `n` units at `now` | the GCRA step of cost `n` through the CAS driver; the word written is the lease's token | the same step on the stored word inside one script; the script returns the word it stored |
+//! | give `u` units of a lease back | `tat := token − u·T` if the word still equals the token, else nothing | the same comparison and subtraction inside one script |
+//!
+//! The token (the word a lease wrote) is what makes a give-back exact without a lock: the word
+//! still equals it only if no lease or admission came after, and then the budget is exactly as
+//! if the lease had been smaller. The over-admission bound of the striped limiter follows from
+//! the quota's own bound on leases, whatever the store, with processes in place of stripes.
 
 use super::stripe;
 use crate::clock::{Clock, Timestamp};

@@ -18,7 +18,7 @@
 //!    uses, so admissions on different stripes do not contend.
 //! 2. Otherwise one thread *claims* the stripe (a compare-and-swap to a marker), takes a lease
 //!    of `k` units from the shared GCRA word (one compare-and-swap, the same step as a plain
-//!    [`Limiter`](crate::Limiter)'s check of cost `k`), spends the request's cost from it and
+//!    [`Limiter`]'s check of cost `k`), spends the request's cost from it and
 //!    publishes the rest. While the stripe is claimed, its other threads check the shared word
 //!    directly: nobody waits.
 //! 3. When the budget cannot grant `k` units, the refill asks for just what the request needs;
@@ -95,7 +95,7 @@ use stripe::Stripe;
 /// quota, a link's byte budget) where a small, stated over-admission is acceptable.
 ///
 /// The contract (how much it may over-admit, for how long units live, what a decision reports)
-/// is in the [module documentation](self). Use a plain [`Limiter`](crate::Limiter) when every
+/// is in the [module documentation](self). Use a plain [`Limiter`] when every
 /// unit must be exact, or when few threads check.
 ///
 /// | operation | shorthand | packet-loop form | full form |
@@ -448,9 +448,38 @@ impl<C: Clock> StripedLimiter<C> {
                 }
                 continue;
             }
+            if let Some(denied) = self.denied_at_once(word, now_grain, cost, instant) {
+                return denied;
+            }
             if let Some(decision) = self.refill(stripe, word, cost, now, instant) {
                 return decision;
             }
+        }
+    }
+
+    /// The common denial, decided inline: the stripe lacks units (none lapsed that a refill would
+    /// give back) and the budget cannot lease what it lacks. Loads only, as a plain limiter's
+    /// denial: a saturated striped limiter stays read-only. `None` otherwise (the refill path
+    /// decides, and tests again).
+    #[inline]
+    fn denied_at_once(
+        &self,
+        word: u64,
+        now_grain: u64,
+        cost: u64,
+        instant: GcraInstant,
+    ) -> Option<Decision<Gcra>> {
+        if stripe::is_claimed(word) || stripe::is_behind(word, now_grain) {
+            return None;
+        }
+        let held = stripe::spendable(word, now_grain, self.policy.lifetime_grains);
+        if stripe::units(word) != held {
+            return None;
+        }
+        let observed = self.shared.state_word();
+        match self.shared.quota().step(observed, instant, cost - held) {
+            Step::Deny => Some(self.denied(observed, held, cost, instant)),
+            Step::Allow(_) => None,
         }
     }
 
@@ -592,7 +621,7 @@ impl<C: Clock> StripedLimiter<C> {
 
     /// A denial with `held` units in the stripe: reported on the shared word `observed` less
     /// what they are worth, so that `retry_after` is the wait for what the stripe lacks.
-    #[cold]
+    #[inline]
     fn denied(&self, observed: u64, held: u64, cost: u64, instant: GcraInstant) -> Decision<Gcra> {
         let quota = self.shared.quota();
         let state = observed.saturating_sub(quota.increment_ticks(held));
