@@ -47,10 +47,14 @@
 //! admit without contending: each admits from its own stripe of units leased from the budget
 //! (see [`striped`] for the bound on over-admission).
 //!
+//! [`InFlightLimiter`] limits concurrency rather than rate: at most N units of work in progress
+//! at once, each held by a [`Permit`](inflight::Permit) until it is dropped, with blocking and
+//! (feature `tokio`) async acquires served first come, first served (see [`inflight`]).
+//!
 //! The modules follow the layers: [`quota`] (pure step functions) → the compare-and-swap driver
 //! and the operations it applies (check, reserve, cancel) → [`Decision`] and [`Request`] → the
-//! limiters ([`Limiter`], [`keyed`], [`striped`]) → [`throttle`] (reservations and waits) →
-//! [`clock`].
+//! limiters ([`Limiter`], [`keyed`], [`striped`], [`inflight`]) → [`throttle`] (reservations
+//! and waits) → [`clock`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -63,6 +67,7 @@ mod error;
 mod request;
 
 mod direct;
+pub mod inflight;
 pub mod keyed;
 mod operation;
 pub mod striped;
@@ -82,6 +87,7 @@ pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};
 
 pub use direct::Limiter;
+pub use inflight::InFlightLimiter;
 pub use keyed::{
     Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,
     KeyedStats, TableError, WhenFull,

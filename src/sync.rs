@@ -15,6 +15,14 @@ pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
 #[cfg(nanolimit_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
+#[cfg(nanolimit_loom)]
+pub(crate) use loom::thread::{current as current_thread, park, Thread};
+/// Parking a thread that waits for something another thread hands it (the in-flight limiter's
+/// blocking acquire): std's in normal builds, loom's under the model checker, which then explores
+/// the unparks racing the parks.
+#[cfg(not(nanolimit_loom))]
+pub(crate) use std::thread::{current as current_thread, park, Thread};
+
 /// The counter that numbers threads for striped limiters (`striped::thread_stripe`): std's in
 /// every build. It is a `static` (loom's atomics cannot be), and it orders nothing: it only
 /// hands out distinct numbers, so no model needs to see it. Loom models pick stripes explicitly.

@@ -1,0 +1,405 @@
+//! The in-flight (concurrency) limiter: at most N units of work in progress at once, released
+//! when the work ends ([`InFlightLimiter`]).
+//!
+//! A rate limit does not protect a slow backend: requests pile up inside it however evenly they
+//! arrive. A concurrency limit does, as .NET's `ConcurrencyLimiter` and tokio's `Semaphore` do.
+//!
+//! | operation | returns |
+//! |---|---|
+//! | [`try_acquire`](InFlightLimiter::try_acquire) / [`try_acquire_many(units)`](InFlightLimiter::try_acquire_many) | a [`Permit`] now, or [`Busy`] (and, for many, [`AboveLimit`]) |
+//! | [`acquire`](InFlightLimiter::acquire) / [`acquire_many(units)`](InFlightLimiter::acquire_many) | a [`Permit`], blocking the thread until it is served |
+//! | `acquire_async` / `acquire_many_async(units)` (feature `tokio`) | a future of a [`Permit`]; dropping it cancels the wait |
+//! | [`Permit::forget`] / [`add_permits(units)`](InFlightLimiter::add_permits) | shrink / raise the limit |
+//!
+//! # The fast path
+//!
+//! State is one atomic word (see the table below). With nobody waiting, `try_acquire` is one
+//! load and one compare-and-swap, and a release (a [`Permit`] dropped) one `fetch_add`: no lock.
+//! The lock of the waiter queue is taken only when a request must wait, or when units free while
+//! the word's `QUEUED` flag says somebody waits.
+//!
+//! # Fairness: first come, first served
+//!
+//! Waiters are served strictly in the order they queued, and a waiter is served all its units
+//! at once: units that free go to the head of the queue until it is whole, and while anyone
+//! waits, no acquire (`try_acquire` included) takes units past the queue, even units the head
+//! does not need yet. So a large request at the head is never starved by later small ones; the
+//! price is that small requests behind it wait too (a `try_acquire` then answers [`Busy`] with
+//! [`is_queued`](Busy::is_queued)). Units are not assigned to a waiter in part: while the head
+//! waits for more, the units it will get stay available in the word, kept for it, so a cancelled
+//! wait has nothing to give back unless it was served whole, and then gives back everything.
+//!
+//! # No retry-after
+//!
+//! A rate limit knows when it will admit again; a concurrency limit frees when work ends, which
+//! no clock predicts, so [`Busy`] reports the limit, the units in flight, what remains and what
+//! was requested, and nothing about time. An HTTP server refusing for it should answer
+//! `503 Service Unavailable` (the service is saturated, not the client over its quota) without
+//! a computed `Retry-After`, or wait for a permit instead.
+//!
+//! # State word
+//!
+//! | bits | field | meaning |
+//! |---|---|---|
+//! | 0..31 | `available` | units no permit holds: what acquires may take |
+//! | 31 | `QUEUED` | set while the waiter queue is not empty: available units belong to the queue first |
+//! | 32..63 | `limit` | units held plus units available ([`Permit::forget`] lowers it, [`add_permits`](InFlightLimiter::add_permits) raises it) |
+//! | 63 | (zero) | never set: the limit is at most [`MAX_IN_FLIGHT`] (2^31 − 1) |
+//!
+//! In flight is `limit − available`. Only a holder of the queue lock sets or clears `QUEUED`, and
+//! it keeps the flag equal to "the queue holds a waiter". A release adds its units with one
+//! `fetch_add` and learns from the same read-modify-write whether the flag was set; a request
+//! that queues sets the flag with a compare-and-swap: the two are ordered on the word, so either
+//! the request sees the released units or the release sees the flag and serves the queue. No
+//! wakeup is lost.
+//!
+//! ```
+//! use nanolimit::inflight::InFlightLimiter;
+//!
+//! let limiter = InFlightLimiter::new(2)?;
+//! let first = limiter.try_acquire()?;
+//! let second = limiter.try_acquire()?;
+//! let busy = limiter.try_acquire().unwrap_err();
+//! assert_eq!((busy.limit(), busy.in_flight(), busy.remaining()), (2, 2, 0));
+//! drop(first);
+//! assert_eq!(limiter.available(), 1);
+//! drop(second);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+#[cfg(feature = "tokio")]
+mod future;
+mod permit;
+mod queue;
+mod word;
+
+pub use error::{AboveLimit, Busy, InFlightError, TryAcquireError};
+#[cfg(feature = "tokio")]
+pub use future::Acquire;
+pub use permit::Permit;
+pub use word::MAX_IN_FLIGHT;
+
+use crate::sync::{self, AtomicU64, Mutex, Ordering};
+use crossbeam_utils::CachePadded;
+use queue::{Entered, Queue, Wake};
+
+/// At most a limit of units in flight at once: a permit holds units until it is dropped.
+///
+/// Lock-free when nobody waits (one compare-and-swap to acquire, one `fetch_add` to release);
+/// waiters queue behind a lock, first come first served (see the [module](self) documentation
+/// for the rule, the state word, and why a refusal carries no retry-after). Share it between
+/// threads by reference or in an [`Arc`](std::sync::Arc).
+///
+/// ```
+/// use nanolimit::inflight::InFlightLimiter;
+/// use std::sync::Arc;
+///
+/// // At most 8 requests to the backend at once, from every worker.
+/// let backend = Arc::new(InFlightLimiter::new(8)?);
+/// let workers: Vec<_> = (0..4)
+///     .map(|_| {
+///         let backend = Arc::clone(&backend);
+///         std::thread::spawn(move || {
+///             let _permit = backend.acquire(); // waits while 8 are in flight
+///             // call the backend
+///         })
+///     })
+///     .collect();
+/// for worker in workers {
+///     worker.join().unwrap();
+/// }
+/// assert_eq!(backend.in_flight(), 0);
+/// # Ok::<(), nanolimit::inflight::InFlightError>(())
+/// ```
+#[derive(Debug)]
+pub struct InFlightLimiter {
+    /// The state word (see the module's table).
+    state: CachePadded<AtomicU64>,
+    /// The waiters, in arrival order: touched only on the slow path.
+    queue: Mutex<Queue>,
+}
+
+impl InFlightLimiter {
+    /// A limiter of `max_in_flight` units, none in flight. An error for 0 or above
+    /// [`MAX_IN_FLIGHT`].
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(10)?;
+    /// assert_eq!((limiter.limit(), limiter.in_flight(), limiter.available()), (10, 0, 10));
+    /// # Ok::<(), nanolimit::inflight::InFlightError>(())
+    /// ```
+    pub fn new(max_in_flight: u64) -> Result<Self, InFlightError> {
+        if max_in_flight == 0 {
+            return Err(InFlightError::ZeroLimit);
+        }
+        if max_in_flight > MAX_IN_FLIGHT {
+            return Err(InFlightError::LimitAboveMaximum {
+                limit: max_in_flight,
+            });
+        }
+        Ok(InFlightLimiter {
+            state: CachePadded::new(AtomicU64::new(word::fresh(max_in_flight))),
+            queue: Mutex::new(Queue::default()),
+        })
+    }
+
+    /// Takes one unit if it is free now and nobody waits.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(1)?;
+    /// let permit = limiter.try_acquire()?;
+    /// assert!(limiter.try_acquire().is_err());
+    /// drop(permit);
+    /// assert!(limiter.try_acquire().is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self) -> Result<Permit<'_>, Busy> {
+        self.try_take(1).map(|()| Permit::new(self, 1))
+    }
+
+    /// Takes `units` at once if they are free now and nobody waits: all or nothing. A request
+    /// above the limit is [`TryAcquireError::AboveLimit`] (it could never pass); 0 units is an
+    /// empty permit.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(5)?;
+    /// let three = limiter.try_acquire_many(3)?;
+    /// let busy = limiter.try_acquire_many(3).unwrap_err().busy().unwrap();
+    /// assert_eq!((busy.remaining(), busy.requested()), (2, 3));
+    /// assert_eq!(three.units(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_many(&self, units: u64) -> Result<Permit<'_>, TryAcquireError> {
+        self.check_fits(units)?;
+        self.try_take(units)?;
+        Ok(Permit::new(self, units))
+    }
+
+    /// Takes one unit, blocking the thread until it is served (in queue order; see the
+    /// [module](self) documentation).
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    /// use std::thread;
+    ///
+    /// let limiter = InFlightLimiter::new(1)?;
+    /// let held = limiter.acquire();
+    /// thread::scope(|scope| {
+    ///     let waiter = scope.spawn(|| limiter.acquire().units());
+    ///     while limiter.waiters() == 0 {
+    ///         thread::yield_now(); // until the waiter has queued
+    ///     }
+    ///     drop(held); // hands the unit to the waiter
+    ///     assert_eq!(waiter.join().unwrap(), 1);
+    /// });
+    /// # Ok::<(), nanolimit::inflight::InFlightError>(())
+    /// ```
+    pub fn acquire(&self) -> Permit<'_> {
+        // One unit is never refused: even a limit lowered to 0 by forgotten permits may be
+        // raised again by `add_permits`, which serves this wait.
+        self.wait_for(1)
+    }
+
+    /// Takes `units` at once, blocking the thread until they are served (in queue order; see the
+    /// [module](self) documentation). An error, at once, for more units than the limit; 0 units
+    /// is an empty permit.
+    ///
+    /// ```
+    /// use nanolimit::inflight::{AboveLimit, InFlightLimiter};
+    ///
+    /// let limiter = InFlightLimiter::new(4)?;
+    /// assert_eq!(limiter.acquire_many(3).unwrap().units(), 3);
+    /// assert_eq!(limiter.acquire_many(5).unwrap_err(), AboveLimit { units: 5, limit: 4 });
+    /// # Ok::<(), nanolimit::inflight::InFlightError>(())
+    /// ```
+    pub fn acquire_many(&self, units: u64) -> Result<Permit<'_>, AboveLimit> {
+        self.check_fits(units)?;
+        Ok(self.wait_for(units))
+    }
+
+    /// Raises the limit by `units`, which go to waiters first. An error if the limit would
+    /// exceed [`MAX_IN_FLIGHT`] (the limit is then unchanged).
+    ///
+    /// ```
+    /// use nanolimit::inflight::{InFlightError, InFlightLimiter, MAX_IN_FLIGHT};
+    ///
+    /// let limiter = InFlightLimiter::new(2)?;
+    /// limiter.add_permits(3)?;
+    /// assert_eq!((limiter.limit(), limiter.available()), (5, 5));
+    /// assert_eq!(
+    ///     limiter.add_permits(MAX_IN_FLIGHT),
+    ///     Err(InFlightError::LimitAboveMaximum { limit: MAX_IN_FLIGHT + 5 })
+    /// );
+    /// # Ok::<(), InFlightError>(())
+    /// ```
+    pub fn add_permits(&self, units: u64) -> Result<(), InFlightError> {
+        // ORDERING: Relaxed: a first guess, which the compare-and-swap below checks.
+        let mut current = self.state.load(Ordering::Relaxed);
+        loop {
+            let limit = word::limit(current).saturating_add(units);
+            if limit > MAX_IN_FLIGHT {
+                return Err(InFlightError::LimitAboveMaximum { limit });
+            }
+            // Both fields fit: each is at most the new limit.
+            let next = current + word::limit_units(units) + units;
+            // ORDERING: Release pairs with the Acquire of whoever takes these units, as a
+            // release's does (nothing is published with them, but it keeps the rule uniform).
+            // The flag is read from the same read-modify-write, as in `release`.
+            match self.state.compare_exchange_weak(
+                current,
+                next,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(previous) => {
+                    if word::is_queued(previous) {
+                        self.serve_queue();
+                    }
+                    return Ok(());
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// The limit: units in flight plus units available.
+    pub fn limit(&self) -> u64 {
+        word::limit(self.load())
+    }
+
+    /// Units held by permits now.
+    pub fn in_flight(&self) -> u64 {
+        word::in_flight(self.load())
+    }
+
+    /// Units no permit holds now (kept for the waiters while any wait).
+    pub fn available(&self) -> u64 {
+        word::available(self.load())
+    }
+
+    /// Requests waiting in the queue now. Takes the queue's lock: for tests and monitoring, not
+    /// for hot paths.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// assert_eq!(InFlightLimiter::new(1)?.waiters(), 0);
+    /// # Ok::<(), nanolimit::inflight::InFlightError>(())
+    /// ```
+    pub fn waiters(&self) -> usize {
+        queue::lock(&self.queue).len()
+    }
+
+    /// The word, for the accessors.
+    fn load(&self) -> u64 {
+        // ORDERING: Relaxed: a snapshot for reporting; it orders nothing.
+        self.state.load(Ordering::Relaxed)
+    }
+
+    /// An error for a request above the limit (read now).
+    #[inline]
+    fn check_fits(&self, units: u64) -> Result<(), AboveLimit> {
+        let limit = self.limit();
+        if units > limit {
+            return Err(AboveLimit { units, limit });
+        }
+        Ok(())
+    }
+
+    /// The fast path: takes `units` if they are available and nobody waits.
+    #[inline]
+    fn try_take(&self, units: u64) -> Result<(), Busy> {
+        // ORDERING: Relaxed: a first guess, which the compare-and-swap below checks.
+        let mut current = self.state.load(Ordering::Relaxed);
+        loop {
+            if word::is_queued(current) || word::available(current) < units {
+                return Err(Busy {
+                    limit: word::limit(current),
+                    in_flight: word::in_flight(current),
+                    requested: units,
+                    queued: word::is_queued(current),
+                });
+            }
+            // ORDERING: Acquire on success pairs with the Release of the release that freed
+            // these units: the previous holder's work happens before ours.
+            match self.state.compare_exchange_weak(
+                current,
+                current - units,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Blocks until `units` are taken for this thread.
+    fn wait_for(&self, units: u64) -> Permit<'_> {
+        if self.try_take(units).is_ok() {
+            return Permit::new(self, units);
+        }
+        self.wait_in_queue(units)
+    }
+
+    /// The blocking slow path: queue, then park until served.
+    #[cold]
+    fn wait_in_queue(&self, units: u64) -> Permit<'_> {
+        let mut queue = queue::lock(&self.queue);
+        let number =
+            match queue.take_or_enqueue(&self.state, units, Wake::Thread(sync::current_thread())) {
+                Entered::Taken => return Permit::new(self, units),
+                Entered::Queued(number) => number,
+            };
+        while !queue.is_served(number) {
+            drop(queue);
+            // Served waiters are unparked after being taken out of the queue; a park that
+            // returns early (spuriously, or for an unpark meant for an earlier wait) only
+            // looks again.
+            sync::park();
+            queue = queue::lock(&self.queue);
+        }
+        Permit::new(self, units)
+    }
+
+    /// Gives `units` back (a permit dropped): one `fetch_add`; the queue's lock only if
+    /// somebody waits.
+    #[inline]
+    pub(crate) fn release(&self, units: u64) {
+        if units == 0 {
+            return;
+        }
+        // ORDERING: Release pairs with the Acquire of whoever takes these units next (the fast
+        // path's or the queue's compare-and-swap): our work under the permit happens before
+        // theirs. A read-modify-write, so it reads the latest flag: a request that queued
+        // before it is seen here, one that queues after it sees these units.
+        let previous = self.state.fetch_add(units, Ordering::Release);
+        if word::is_queued(previous) {
+            self.serve_queue();
+        }
+    }
+
+    /// Lowers the limit by `units` a permit held (it is forgotten): one `fetch_sub`.
+    pub(crate) fn forget_units(&self, units: u64) {
+        // ORDERING: Relaxed: no units become available, so nothing pairs with it. The field
+        // cannot go below 0: the units were counted in it while held.
+        self.state
+            .fetch_sub(word::limit_units(units), Ordering::Relaxed);
+    }
+
+    /// Serves waiters with the units now available.
+    #[cold]
+    fn serve_queue(&self) {
+        let served = queue::lock(&self.queue).serve(&self.state);
+        served.wake_all();
+    }
+}
