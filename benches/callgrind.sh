@@ -117,6 +117,9 @@ done
 for variant in default_clock caller_time upkeep_clock; do
     direct_cases+=("gcra_reserve_${variant}")
 done
+# The striped limiter's check (default stripes and leases, default clock), beside
+# gcra_allowed_default_clock and gcra_denied.
+direct_cases+=(gcra_striped_allow gcra_striped_deny)
 
 keyed_cases=()
 for pattern in hot_key denied_key rotate_100k new_key; do

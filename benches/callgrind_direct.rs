@@ -20,6 +20,11 @@
 //! reservation at once (zero delay): against the `gcra_allowed_*` case of the same clock, what a
 //! reservation costs over an allowed check.
 //!
+//! `gcra_striped_allow` and `gcra_striped_deny` check a `StripedLimiter` (default stripes and
+//! leases, default clock) with `check()`: against `gcra_allowed_default_clock` and
+//! `gcra_denied`, what the striped limiter's check costs over the plain one on one thread (the
+//! allowed case averages in its refills, one lease of up to 256 units at a time).
+//!
 //! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE (the
 //! script uses 200,000). The count includes the loop's own few instructions: the `loop_only`
 //! case measures those. Each run verifies that every call had the outcome the case is named
@@ -36,7 +41,7 @@ use direct_quotas::{
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
 use nanolimit::{
     Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, Request, Reservable, Reservation,
-    SlidingWindow, Timestamp, UpkeepClock,
+    SlidingWindow, StripedLimiter, Timestamp, UpkeepClock,
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -73,6 +78,8 @@ const CASES: &[&str] = &[
     "gcra_reserve_default_clock",
     "gcra_reserve_caller_time",
     "gcra_reserve_upkeep_clock",
+    "gcra_striped_allow",
+    "gcra_striped_deny",
     "sliding_window_allowed_default_clock",
     "sliding_window_allowed_caller_time",
     "sliding_window_allowed_upkeep_clock",
@@ -296,6 +303,30 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
             (
                 measured_loop(iterations, || black_box(&limiter).check().is_ok()),
                 Expected::Allowed,
+            )
+        }
+        // A `StripedLimiter` with the defaults (stripes: the available parallelism; adaptive
+        // leases of up to 256 units) on the default clock, checked with `check()`: against
+        // `gcra_allowed_default_clock` and `gcra_denied`, what the stripe costs over the plain
+        // limiter's check. Allowed: the refills (one in up to 256 checks) are averaged in.
+        "gcra_striped_allow" => {
+            let limiter = StripedLimiter::new(generous_gcra());
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_allowed()),
+                Expected::Allowed,
+            )
+        }
+        // Denied: one unit per hour (leases of one unit), consumed by a first check; every call
+        // then finds its stripe empty and denies on a read-only test of the shared word.
+        "gcra_striped_deny" => {
+            let limiter = StripedLimiter::new(Gcra::per_hour(1).expect("valid quota"));
+            assert!(
+                limiter.check().is_allowed(),
+                "the first check consumes the quota"
+            );
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_allowed()),
+                Expected::Denied,
             )
         }
         _ if case.starts_with("gcra_reserve_") => {

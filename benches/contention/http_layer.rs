@@ -169,6 +169,7 @@ pub fn run(job: Job, context: &Context) -> MeasuredRun {
             );
             MeasuredRun {
                 lifetime: lifetime_since(built, &measurement),
+                over_admission_bound: 0,
                 state_report: Some(state_report),
                 measurement,
             }
@@ -187,6 +188,7 @@ pub fn run(job: Job, context: &Context) -> MeasuredRun {
             let measurement = measure_service(&service, threads, timing);
             MeasuredRun {
                 lifetime: lifetime_since(built, &measurement),
+                over_admission_bound: 0,
                 state_report: Some(unbounded_map_report(limiter.len())),
                 measurement,
             }
@@ -194,6 +196,7 @@ pub fn run(job: Job, context: &Context) -> MeasuredRun {
         LimiterKind::Floor => MeasuredRun {
             measurement: measure_service(&endpoint, threads, timing),
             lifetime: std::time::Duration::ZERO,
+            over_admission_bound: 0,
             state_report: None,
         },
         other => unreachable!("http-layer has no {other:?} row"),

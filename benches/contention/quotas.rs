@@ -9,6 +9,8 @@ use std::time::Duration;
 pub enum AlgorithmKind {
     /// Generic cell rate algorithm (nanolimit's `Gcra`, governor).
     Gcra,
+    /// nanolimit's `StripedLimiter`: one GCRA budget leased into per-thread stripes.
+    GcraStriped,
     /// nanolimit's sliding-window counter.
     SlidingWindow,
     /// nanolimit's fixed-window counter.
@@ -30,6 +32,7 @@ impl AlgorithmKind {
     pub fn name(self) -> &'static str {
         match self {
             AlgorithmKind::Gcra => "gcra",
+            AlgorithmKind::GcraStriped => "gcra-striped",
             AlgorithmKind::SlidingWindow => "sliding-window",
             AlgorithmKind::FixedWindow => "fixed-window",
             AlgorithmKind::TokenBucket => "token-bucket",

@@ -19,7 +19,11 @@ pub struct Accuracy {
     pub admitted: u64,
     /// Requests offered over the same span.
     pub offered: u64,
-    /// The most the quota admits: the sum over keys of min(requests, per-key bound).
+    /// Units the limiter may admit beyond its quota by its own contract (a striped limiter's
+    /// `over_admission_bound()`; 0 for exact limiters), included in `bound`.
+    pub over_admission_bound: u64,
+    /// The most the limiter may admit: the sum over keys of min(requests, per-key bound), the
+    /// per-key bound being the quota's plus `over_admission_bound`.
     pub bound: f64,
 }
 
@@ -182,8 +186,13 @@ fn accuracy_cell(accuracy: &Option<Accuracy>) -> String {
     } else {
         ""
     };
+    let allowance = if accuracy.over_admission_bound > 0 {
+        format!(" (incl. +{} by contract)", accuracy.over_admission_bound)
+    } else {
+        String::new()
+    };
     format!(
-        "{prefix}{:+.2}% of {}{marker}",
+        "{prefix}{:+.2}% of {}{allowance}{marker}",
         accuracy.deviation() * 100.0,
         format_count(accuracy.bound)
     )

@@ -19,12 +19,33 @@ use std::time::Instant;
 pub trait DirectSubject: Sync {
     /// One unit-cost check against the limiter's own clock.
     fn check(&self) -> bool;
+
+    /// The most units the limiter may admit over a run beyond what its quota admits, by its
+    /// own contract: 0 for an exact limiter; a striped limiter's
+    /// [`over_admission_bound`](nanolimit::StripedLimiter::over_admission_bound). Added to the
+    /// bound the row's accuracy is judged against.
+    fn over_admission_bound(&self) -> u64 {
+        0
+    }
 }
 
 impl<Q: Quota> DirectSubject for nanolimit::Limiter<Q> {
     #[inline]
     fn check(&self) -> bool {
         nanolimit::Limiter::check(self).is_allowed()
+    }
+}
+
+/// One GCRA budget leased into per-thread stripes: each call checks one unit on the calling
+/// thread's stripe, on the limiter's own clock, as the plain GCRA limiter's `check()`.
+impl DirectSubject for nanolimit::StripedLimiter {
+    #[inline]
+    fn check(&self) -> bool {
+        nanolimit::StripedLimiter::check(self).is_allowed()
+    }
+
+    fn over_admission_bound(&self) -> u64 {
+        nanolimit::StripedLimiter::over_admission_bound(self)
     }
 }
 
