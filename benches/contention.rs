@@ -9,6 +9,7 @@
 //! cargo bench --bench contention -- --scenario keyed-zipf-1m --threads 1,8,16 --csv out.csv
 //! cargo bench --bench contention -- --scenario direct-allow --scenario direct-reserve --threads 1,2,4
 //! cargo bench --all-features --bench contention -- --scenario http-layer
+//! cargo bench --bench contention -- --scenario inflight --threads 1,2,4 --duration 1
 //! ```
 //!
 //! The `http-layer` scenario needs the crate's features `http` and `axum` (`--all-features`, or
@@ -21,7 +22,8 @@
 //! - `--scenario NAME` (repeatable): run only these scenarios (default: all, in the order below).
 //! - `--threads LIST`: comma-separated thread counts, for every scenario (default: 1 to the
 //!   available cores, plus twice the cores, oversubscribed; with `--quick`: 1, the cores and
-//!   twice the cores; except http-layer, whose own default is 1, 2 and 4, quick or not).
+//!   twice the cores; except http-layer and inflight, whose own default is 1, 2 and 4, quick
+//!   or not).
 //! - `--duration SECS`: measured seconds per measurement (default 1; `--quick`: 0.17). Each
 //!   measurement is preceded by an uncounted warm-up of a quarter of it (at most 0.25 s).
 //! - `--quick`: the short durations and thread counts above: everything in under 60 s.
@@ -30,7 +32,7 @@
 //!   `cargo test --benches`) the program runs a smoke test: every scenario at 1 and 2 threads
 //!   for 10 ms, so that the harness is exercised but not timed (its chart goes to
 //!   `target/contention/smoke-test.svg`); `cargo test --benches --all-features` includes
-//!   http-layer.
+//!   http-layer (inflight runs in every build).
 //!
 //! A progress line goes to stderr; the table, and the paths of the files written, to stdout.
 //! The chart (aggregate ns per call against threads, one panel per scenario) is written to
@@ -51,6 +53,7 @@
 //! | `keyed-hot-under-flood` | thread 0 checks one hot key, present in the table, on every call: the only thread measured; threads 1 and up each check a new key on every call (a flood) on the same table, and their calls are not counted (the row's line prints their call rate); at 1 thread the hot thread runs alone (the baseline). Shows whether a flood of new keys slows the checks of a present key (e.g. false sharing on the table's shard headers) |
 //! | `packet-loop` | reads the clock once per batch of 32 checks (65,536 flows), passes it in |
 //! | `http-layer` | sends an HTTP request through a tower service in process (no network, no runtime): through nanolimit's `RateLimitLayer`, through tower_governor's `GovernorLayer`, or straight to the inner service (the floor); per-IP keys, each thread cycling through its own random order of one pool of 10,000 client addresses (features `http` and `axum`) |
+//! | `inflight` | takes one permit from one concurrency limiter shared by all threads (`try_acquire()`) and drops it at once: one call is the pair acquire + release; the limit (1,024 permits) is far above the permits held at once, so every acquire succeeds: through nanolimit's `InFlightLimiter`, through tokio's `Semaphore`, or as the pair's hardware floor (`fetch_add` then `fetch_sub` on one shared word) |
 //!
 //! Limiters: nanolimit (`gcra`, `sliding-window`, `fixed-window`) everywhere, and nanolimit
 //! `gcra-striped` in direct-allow and direct-deny; governor 0.10 (GCRA;
@@ -87,6 +90,19 @@
 //! over the floor (row − floor, aggregate ns per call) and nanolimit's overhead over
 //! tower_governor's, the issue's target being at most 0.5.
 //!
+//! inflight has its own rows too (`benches/contention/inflight.rs`): `nanolimit in-flight`
+//! (`nanolimit::inflight::InFlightLimiter::new(1024)`: `try_acquire()`, then the `Permit`
+//! dropped; with nobody waiting one load and one compare-and-swap, then one `fetch_add`, on its
+//! one cache-padded word), `tokio-semaphore semaphore` (tokio's
+//! `tokio::sync::Semaphore::new(1024)`: `try_acquire()`, then the `SemaphorePermit` dropped)
+//! and `floor fetch-add-pair` (one `fetch_add(1)`, Acquire, then one `fetch_sub(1)`, Release,
+//! on one cache-padded `AtomicU64` shared by all threads, as the limiters' word is: the two
+//! read-modify-writes of one shared cache line that an acquire and a release need at least, with
+//! no check and no retry). A call counts as allowed when its acquire succeeded. There is no
+//! quota: accuracy is "-", as for every floor row. Under the table a line gives nanolimit's
+//! aggregate ns per call over tokio-semaphore's at each thread count, the issue's target being
+//! at most 1.
+//!
 //! nanolimit keyed tables are built with a capacity of the scenario's key space (at least 1,024
 //! keys; the table adds its own headroom; http-layer: its 10,000 clients), except in keyed-flood and keyed-hot-under-flood:
 //! 100,000 keys for unbounded distinct keys. Every table has the default shards and full
@@ -103,7 +119,8 @@
 //! in the scenario at each of its thread counts: `no-layer` (limiter `floor`), the same
 //! requests sent to the inner service with no layer, what the request, the call and the
 //! response cost without a limit. Its CSV rows appear under http-layer only; the hardware
-//! floors are repeated under it as under every scenario.
+//! floors are repeated under it as under every scenario. inflight likewise has its own floor,
+//! `fetch-add-pair` (limiter `floor`), measured in the scenario at each of its thread counts.
 //!
 //! ## Quotas
 //!
@@ -140,10 +157,10 @@
 //! | column | meaning |
 //! |---|---|
 //! | `scenario` | scenario name |
-//! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor`; http-layer: `nanolimit`, `tower_governor`, `floor` |
-//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`; http-layer's floor: `no-layer` |
+//! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor`; http-layer: `nanolimit`, `tower_governor`, `floor`; inflight: `nanolimit`, `tokio-semaphore`, `floor` |
+//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`; http-layer's floor: `no-layer`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
 //! | `threads` | threads calling at once |
-//! | `keys` | distinct keys offered: 1 for direct limiters, keyed-hot and keyed-hot-under-flood (the hot key, the one counted), the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
+//! | `keys` | distinct keys offered: 1 for direct limiters and inflight's limiters, keyed-hot and keyed-hot-under-flood (the hot key, the one counted), the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
 //! | `ops` | calls by all threads in the measured phase; keyed-hot-under-flood: the hot thread's calls only (the flood's are not counted) |
 //! | `ns_per_op` | wall time / calls of one thread (averaged over threads): one call's cost as its caller sees it; keyed-hot-under-flood: the hot thread's |
 //! | `agg_ns_per_op` | wall time / all calls (`ns_per_op / threads`); keyed-hot-under-flood: wall time / the hot thread's calls (= `ns_per_op`: one thread is measured) |
@@ -151,7 +168,7 @@
 //! | `allowed_fraction` | admitted / calls in the measured phase (floors: 1); keyed-hot-under-flood: of the hot thread's calls; direct-reserve: reservations granted at once (zero delay) / calls (`reserve()` grants every request, perhaps for later: one granted with a delay would be booked ahead, not admitted now, so it is not counted, and the fraction and the accuracy show whether the quota ever made a reservation wait) |
 //!
 //! The table adds "vs gov" (governor's aggregate ns per call over the row's, same scenario and
-//! threads; http-layer: tower_governor's), "vs floor" (above) and accuracy: the requests admitted over the limiter's life
+//! threads; http-layer: tower_governor's; inflight: tokio-semaphore's), "vs floor" (above) and accuracy: the requests admitted over the limiter's life
 //! (warm-up included, since its state carries over) against what its quota admits over that
 //! span, summed over keys as min(requests to the key, per-key value), printed as a deviation
 //! (above zero: more admitted than the quota allows). The span runs from the first possible
@@ -174,6 +191,8 @@
 #[cfg(all(feature = "http", feature = "axum"))]
 #[path = "contention/http_layer.rs"]
 mod http_layer;
+#[path = "contention/inflight.rs"]
+mod inflight;
 #[path = "contention/keys.rs"]
 mod keys;
 #[path = "contention/measure.rs"]
@@ -231,6 +250,8 @@ const HOT_UNDER_FLOOD_WINDOW_QUOTA: QuotaSpec = QuotaSpec::per_second(500_000_00
 const HTTP_LAYER_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000_000, 1_000_000);
 /// http-layer's thread counts unless `--threads` says otherwise (the smoke test: 1 and 2).
 const HTTP_LAYER_THREADS: [usize; 3] = [1, 2, 4];
+/// inflight's thread counts unless `--threads` says otherwise (the smoke test: 1 and 2).
+const INFLIGHT_THREADS: [usize; 3] = [1, 2, 4];
 /// Whether this build has http-layer (the features `http` and `axum`).
 const HTTP_LAYER_BUILT: bool = cfg!(all(feature = "http", feature = "axum"));
 /// What to build for http-layer.
@@ -257,10 +278,11 @@ enum Scenario {
     KeyedHotUnderFlood,
     PacketLoop,
     HttpLayer,
+    Inflight,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 11] = [
+    const ALL: [Scenario; 12] = [
         Scenario::DirectAllow,
         Scenario::DirectReserve,
         Scenario::DirectDeny,
@@ -272,6 +294,7 @@ impl Scenario {
         Scenario::KeyedHotUnderFlood,
         Scenario::PacketLoop,
         Scenario::HttpLayer,
+        Scenario::Inflight,
     ];
 
     fn name(self) -> &'static str {
@@ -287,6 +310,7 @@ impl Scenario {
             Scenario::KeyedHotUnderFlood => "keyed-hot-under-flood",
             Scenario::HttpLayer => "http-layer",
             Scenario::PacketLoop => "packet-loop",
+            Scenario::Inflight => "inflight",
         }
     }
 
@@ -347,6 +371,10 @@ impl Scenario {
                 HTTP_LAYER_QUOTA.count,
                 HTTP_LAYER_QUOTA.burst,
             ),
+            Scenario::Inflight => format!(
+                "one concurrency limiter shared by all threads, limit {} permits; each call try_acquire()s one permit and drops it (every acquire succeeds); floor = fetch_add + fetch_sub on one shared word",
+                inflight::INFLIGHT_LIMIT,
+            ),
         }
     }
 
@@ -406,6 +434,7 @@ impl Scenario {
     fn own_threads(self) -> Option<&'static [usize]> {
         match self {
             Scenario::HttpLayer => Some(&HTTP_LAYER_THREADS),
+            Scenario::Inflight => Some(&INFLIGHT_THREADS),
             _ => None,
         }
     }
@@ -423,6 +452,7 @@ enum LimiterKind {
     Ratelimit,
     MutexHashMap,
     TowerGovernor,
+    TokioSemaphore,
     Floor,
 }
 
@@ -434,6 +464,7 @@ impl LimiterKind {
             LimiterKind::Ratelimit => "ratelimit",
             LimiterKind::MutexHashMap => "mutex-hashmap",
             LimiterKind::TowerGovernor => "tower_governor",
+            LimiterKind::TokioSemaphore => "tokio-semaphore",
             LimiterKind::Floor => "floor",
         }
     }
@@ -451,6 +482,14 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
             (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
             (LimiterKind::TowerGovernor, AlgorithmKind::Gcra),
             (LimiterKind::Floor, AlgorithmKind::NoLayer),
+        ];
+    }
+    if scenario == Scenario::Inflight {
+        // The concurrency limiters, and the pair of atomic operations: the scenario's own floor.
+        return vec![
+            (LimiterKind::Nanolimit, AlgorithmKind::InFlight),
+            (LimiterKind::TokioSemaphore, AlgorithmKind::Semaphore),
+            (LimiterKind::Floor, AlgorithmKind::FetchAddPair),
         ];
     }
     let mut limiters = vec![
@@ -504,7 +543,7 @@ struct Config {
 const USAGE: &str = "usage: cargo bench --bench contention -- [--quick] [--scenario NAME]... \
 [--threads 1,2,4] [--duration SECS] [--csv PATH]
 scenarios: direct-allow direct-reserve direct-deny keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
-keyed-flood keyed-hot-under-flood packet-loop http-layer (http-layer: build with --all-features)";
+keyed-flood keyed-hot-under-flood packet-loop http-layer inflight (http-layer: build with --all-features)";
 
 fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String> {
     let mut scenarios = Vec::new();
@@ -722,7 +761,8 @@ fn run_keyed<S: KeyedSubject>(job: Job, context: &Context) -> MeasuredRun {
         Scenario::DirectAllow
         | Scenario::DirectReserve
         | Scenario::DirectDeny
-        | Scenario::HttpLayer => {
+        | Scenario::HttpLayer
+        | Scenario::Inflight => {
             unreachable!("not a keyed scenario of KeyedSubjects")
         }
     };
@@ -761,6 +801,9 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
     };
     if scenario == Scenario::HttpLayer {
         return run_http_layer(job, context);
+    }
+    if scenario == Scenario::Inflight {
+        return inflight::run(job, context);
     }
     let quota = scenario.quota(job.algorithm);
     if scenario == Scenario::DirectReserve {
@@ -843,6 +886,7 @@ fn key_pattern(scenario: Scenario, context: &Context) -> KeyPattern {
         Scenario::KeyedHotUnderFlood => KeyPattern::HotUnderFlood,
         Scenario::PacketLoop => KeyPattern::Flows,
         Scenario::HttpLayer => KeyPattern::HttpClients,
+        Scenario::Inflight => unreachable!("inflight has no keys"),
     }
 }
 
@@ -874,7 +918,13 @@ fn make_row(job: Job, run: MeasuredRun, context: &Context) -> Row {
         return row;
     };
     if job.limiter == LimiterKind::Floor {
-        // A scenario's own floor (http-layer's service with no layer): no keys, no quota.
+        // A scenario's own floor (http-layer's service with no layer, inflight's pair of
+        // atomic operations): no keys, no quota.
+        return row;
+    }
+    if scenario == Scenario::Inflight {
+        // One limiter shared by all threads, no quota: one key, no accuracy.
+        row.keys = 1;
         return row;
     }
     let pattern = key_pattern(scenario, context);

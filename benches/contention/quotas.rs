@@ -25,6 +25,12 @@ pub enum AlgorithmKind {
     AhashCas,
     /// http-layer's floor: the request sent to the inner service with no layer.
     NoLayer,
+    /// inflight: nanolimit's `InFlightLimiter`, a permit taken and dropped.
+    InFlight,
+    /// inflight: tokio's `Semaphore`, a permit taken and dropped.
+    Semaphore,
+    /// inflight's floor: `fetch_add` then `fetch_sub` on one shared word.
+    FetchAddPair,
 }
 
 impl AlgorithmKind {
@@ -40,6 +46,9 @@ impl AlgorithmKind {
             AlgorithmKind::Cas => "cas",
             AlgorithmKind::AhashCas => "ahash-cas",
             AlgorithmKind::NoLayer => "no-layer",
+            AlgorithmKind::InFlight => "in-flight",
+            AlgorithmKind::Semaphore => "semaphore",
+            AlgorithmKind::FetchAddPair => "fetch-add-pair",
         }
     }
 }

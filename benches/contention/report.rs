@@ -44,7 +44,7 @@ impl Accuracy {
 }
 
 /// The `scenario` of the hardware floor rows (repeated under every scenario in the CSV). A
-/// scenario's own floor rows (http-layer's `no-layer`) carry the scenario's name instead.
+/// scenario's own floor rows (http-layer's `no-layer`, inflight's `fetch-add-pair`) carry the scenario's name instead.
 pub const HARDWARE_FLOORS: &str = "floor";
 
 /// One measurement.
@@ -52,7 +52,8 @@ pub const HARDWARE_FLOORS: &str = "floor";
 pub struct Row {
     /// Scenario name ([`HARDWARE_FLOORS`] for the hardware floor rows).
     pub scenario: &'static str,
-    /// `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap`, `tower_governor` or `floor`.
+    /// `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap`, `tower_governor`,
+    /// `tokio-semaphore` or `floor`.
     pub limiter: &'static str,
     /// Algorithm name.
     pub algorithm: &'static str,
@@ -121,6 +122,7 @@ pub fn floor_components(scenario: &str) -> &'static [(&'static str, f64)] {
         "direct-allow" | "direct-reserve" | "direct-deny" => &[("clock-read", 1.0), ("cas", 1.0)],
         "packet-loop" => &[("clock-read", 1.0 / 32.0), ("ahash-cas", 1.0)],
         "http-layer" => &[("no-layer", 1.0)],
+        "inflight" => &[("fetch-add-pair", 1.0)],
         _ => &[("clock-read", 1.0), ("ahash-cas", 1.0)],
     }
 }
@@ -232,7 +234,7 @@ pub fn print_table(
         }
     }
     for (scenario, description) in scenarios {
-        // The scenario's rows, its own floor's (http-layer's) included.
+        // The scenario's rows, its own floor's (http-layer's, inflight's) included.
         let scenario_rows: Vec<&Row> = rows
             .iter()
             .filter(|row| row.scenario == *scenario)
@@ -243,7 +245,7 @@ pub fn print_table(
         writeln!(out, "\n== {scenario}: {description} ==")?;
         writeln!(
             out,
-            "{:>7}  {:<14} {:<15} {:>9} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9}  accuracy (admitted vs quota)",
+            "{:>7}  {:<15} {:<15} {:>9} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9}  accuracy (admitted vs quota)",
             "threads",
             "limiter",
             "algorithm",
@@ -257,8 +259,10 @@ pub fn print_table(
         )?;
         for row in &scenario_rows {
             let governor = scenario_rows.iter().find(|other| {
-                matches!(other.limiter, "governor" | "tower_governor")
-                    && other.threads == row.threads
+                matches!(
+                    other.limiter,
+                    "governor" | "tower_governor" | "tokio-semaphore"
+                ) && other.threads == row.threads
             });
             let versus_governor = governor.map_or("-".to_string(), |governor| {
                 format!(
@@ -284,7 +288,7 @@ pub fn print_table(
             };
             writeln!(
                 out,
-                "{:>7}  {:<14} {:<15} {:>9} {:>11.2} {:>11.2} {:>8.1} {:>8} {:>9} {:>8.3}%  {}{}",
+                "{:>7}  {:<15} {:<15} {:>9} {:>11.2} {:>11.2} {:>8.1} {:>8} {:>9} {:>8.3}%  {}{}",
                 row.threads,
                 row.limiter,
                 row.algorithm,
@@ -311,6 +315,9 @@ pub fn print_table(
         }
         if *scenario == "http-layer" {
             print_layer_overheads(out, &scenario_rows)?;
+        }
+        if *scenario == "inflight" {
+            print_versus_semaphore(out, &scenario_rows)?;
         }
         let reports: Vec<&&Row> = scenario_rows
             .iter()
@@ -400,13 +407,40 @@ fn print_layer_overheads(out: &mut impl std::io::Write, rows: &[&Row]) -> std::i
     Ok(())
 }
 
+/// Under inflight: nanolimit's aggregate ns per call (a permit taken and dropped) over tokio's
+/// semaphore's at each thread count (the target: at most 1 at every thread count).
+fn print_versus_semaphore(out: &mut impl std::io::Write, rows: &[&Row]) -> std::io::Result<()> {
+    let mut thread_counts: Vec<usize> = rows.iter().map(|row| row.threads).collect();
+    thread_counts.sort_unstable();
+    thread_counts.dedup();
+    let find = |limiter: &str, threads: usize| {
+        rows.iter()
+            .find(|row| row.limiter == limiter && row.threads == threads)
+            .map(|row| row.aggregate_ns_per_op())
+    };
+    for threads in thread_counts {
+        let (Some(nanolimit), Some(semaphore)) =
+            (find("nanolimit", threads), find("tokio-semaphore", threads))
+        else {
+            continue;
+        };
+        writeln!(
+            out,
+            "   acquire + release at {threads} thread{}: nanolimit {nanolimit:.2} ns, tokio-semaphore {semaphore:.2} ns per call (aggregate); nanolimit / tokio-semaphore = {:.2} (target <= 1)",
+            if threads == 1 { "" } else { "s" },
+            nanolimit / semaphore,
+        )?;
+    }
+    Ok(())
+}
+
 /// Writes every row, hardware floors repeated under each scenario, in the documented columns.
 pub fn write_csv(path: &Path, scenarios: &[&'static str], rows: &[Row]) -> std::io::Result<()> {
     let mut text = String::new();
     writeln!(text, "{CSV_HEADER}").expect("writing to a String cannot fail");
     for scenario in scenarios {
         let floors = rows.iter().filter(|row| row.is_hardware_floor());
-        // The scenario's rows, its own floor's (http-layer's) included.
+        // The scenario's rows, its own floor's (http-layer's, inflight's) included.
         let own = rows.iter().filter(|row| row.scenario == *scenario);
         for row in own.chain(floors) {
             writeln!(
