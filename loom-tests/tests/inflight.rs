@@ -48,7 +48,10 @@ impl Shared {
         let units = permit.units();
         let now_inside = self.inside.fetch_add(units, Ordering::Relaxed) + units;
         let limit = self.limiter.limit();
-        assert!(now_inside <= limit, "{now_inside} units inside a limit of {limit}");
+        assert!(
+            now_inside <= limit,
+            "{now_inside} units inside a limit of {limit}"
+        );
         let count = self.guarded.load(Ordering::Relaxed);
         self.guarded.store(count + 1, Ordering::Relaxed);
         self.inside.fetch_sub(units, Ordering::Relaxed);
@@ -94,23 +97,32 @@ fn perform(shared: &Shared, operation: Operation) -> Outcome {
             let permit = if units == 1 {
                 shared.limiter.acquire()
             } else {
-                shared.limiter.acquire_many(units).expect("within the limit")
+                shared
+                    .limiter
+                    .acquire_many(units)
+                    .expect("within the limit")
             };
             shared.use_permit(permit);
             Outcome::Served(units)
         }
         Operation::AddPermits(units) => {
-            shared.limiter.add_permits(units).expect("within the maximum");
+            shared
+                .limiter
+                .add_permits(units)
+                .expect("within the maximum");
             Outcome::Added
         }
-            Operation::PollOnceThenDrop(units) => {
+        Operation::PollOnceThenDrop(units) => {
             use std::future::Future;
             use std::task::{Context, Poll, Waker};
             let mut future = std::pin::pin!(shared
                 .limiter
                 .acquire_many_async(units)
                 .expect("within the limit"));
-            match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            match future
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+            {
                 Poll::Ready(permit) => {
                     shared.use_permit(permit);
                     Outcome::Served(units)
@@ -140,7 +152,12 @@ fn run(
         .filter(|outcome| matches!(outcome, Outcome::Served(_)))
         .count() as u64;
     assert_eq!(
-        (limiter.limit(), limiter.in_flight(), limiter.available(), limiter.waiters()),
+        (
+            limiter.limit(),
+            limiter.in_flight(),
+            limiter.available(),
+            limiter.waiters()
+        ),
         (final_limit, 0, final_limit, 0),
         "{outcomes:?}"
     );
