@@ -372,18 +372,26 @@ fn print_versus_allowed_check(
     )
 }
 
-/// The layers' overheads over the floor (the service with no layer) in http-layer, aggregate ns
-/// per call, and nanolimit's over tower_governor's (the target: at most 0.5).
-fn print_layer_overheads(out: &mut impl std::io::Write, rows: &[&Row]) -> std::io::Result<()> {
+/// The thread counts of `rows`, ascending, each once.
+fn distinct_thread_counts(rows: &[&Row]) -> Vec<usize> {
     let mut thread_counts: Vec<usize> = rows.iter().map(|row| row.threads).collect();
     thread_counts.sort_unstable();
     thread_counts.dedup();
-    let find = |limiter: &str, threads: usize| {
-        rows.iter()
-            .find(|row| row.limiter == limiter && row.threads == threads)
-            .map(|row| row.aggregate_ns_per_op())
-    };
-    for threads in thread_counts {
+    thread_counts
+}
+
+/// The aggregate ns per call of `limiter`'s row at `threads`, if `rows` has one.
+fn aggregate_ns_per_op(rows: &[&Row], limiter: &str, threads: usize) -> Option<f64> {
+    rows.iter()
+        .find(|row| row.limiter == limiter && row.threads == threads)
+        .map(|row| row.aggregate_ns_per_op())
+}
+
+/// The layers' overheads over the floor (the service with no layer) in http-layer, aggregate ns
+/// per call, and nanolimit's over tower_governor's (the target: at most 0.5).
+fn print_layer_overheads(out: &mut impl std::io::Write, rows: &[&Row]) -> std::io::Result<()> {
+    let find = |limiter: &str, threads: usize| aggregate_ns_per_op(rows, limiter, threads);
+    for threads in distinct_thread_counts(rows) {
         let (Some(nanolimit), Some(tower_governor), Some(floor)) = (
             find("nanolimit", threads),
             find("tower_governor", threads),
@@ -410,15 +418,8 @@ fn print_layer_overheads(out: &mut impl std::io::Write, rows: &[&Row]) -> std::i
 /// Under inflight: nanolimit's aggregate ns per call (a permit taken and dropped) over tokio's
 /// semaphore's at each thread count (the target: at most 1 at every thread count).
 fn print_versus_semaphore(out: &mut impl std::io::Write, rows: &[&Row]) -> std::io::Result<()> {
-    let mut thread_counts: Vec<usize> = rows.iter().map(|row| row.threads).collect();
-    thread_counts.sort_unstable();
-    thread_counts.dedup();
-    let find = |limiter: &str, threads: usize| {
-        rows.iter()
-            .find(|row| row.limiter == limiter && row.threads == threads)
-            .map(|row| row.aggregate_ns_per_op())
-    };
-    for threads in thread_counts {
+    let find = |limiter: &str, threads: usize| aggregate_ns_per_op(rows, limiter, threads);
+    for threads in distinct_thread_counts(rows) {
         let (Some(nanolimit), Some(semaphore)) =
             (find("nanolimit", threads), find("tokio-semaphore", threads))
         else {
