@@ -119,7 +119,7 @@ for variant in default_clock caller_time upkeep_clock; do
 done
 # The striped limiter's check (default stripes and leases, default clock), beside
 # gcra_allowed_default_clock and gcra_denied.
-direct_cases+=(gcra_striped_allow gcra_striped_deny)
+direct_cases+=(gcra_striped_allow gcra_striped_deny sliding_log_allow sliding_log_deny)
 
 keyed_cases=()
 for pattern in hot_key denied_key rotate_100k new_key; do

@@ -39,6 +39,7 @@ use direct_quotas::{
     generous_fixed_window, generous_gcra, generous_sliding_window, governor_generous_quota,
 };
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
+use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
 use nanolimit::{
     Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, Request, Reservable, Reservation,
     SlidingWindow, StripedLimiter, Timestamp, UpkeepClock,
@@ -47,6 +48,7 @@ use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// How far the caller-supplied clock moves between two checks (see `benches/direct.rs`).
 const CALLER_TIME_STEP_NS: u64 = 4;
@@ -80,6 +82,8 @@ const CASES: &[&str] = &[
     "gcra_reserve_upkeep_clock",
     "gcra_striped_allow",
     "gcra_striped_deny",
+    "sliding_log_allow",
+    "sliding_log_deny",
     "sliding_window_allowed_default_clock",
     "sliding_window_allowed_caller_time",
     "sliding_window_allowed_upkeep_clock",
@@ -305,7 +309,7 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
                 Expected::Allowed,
             )
         }
-        // A `StripedLimiter` with the defaults (stripes: the available parallelism; adaptive
+        // A `StripedLimiter` with the defaults (stripes: twice the available parallelism; adaptive
         // leases of up to 256 units) on the default clock, checked with `check()`: against
         // `gcra_allowed_default_clock` and `gcra_denied`, what the stripe costs over the plain
         // limiter's check. Allowed: the refills (one in up to 256 checks) are averaged in.
@@ -320,6 +324,30 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
         // then finds its stripe empty and denies on a read-only test of the shared word.
         "gcra_striped_deny" => {
             let limiter = StripedLimiter::new(Gcra::per_hour(1).expect("valid quota"));
+            assert!(
+                limiter.check().is_allowed(),
+                "the first check consumes the quota"
+            );
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_allowed()),
+                Expected::Denied,
+            )
+        }
+        // A `SlidingLogLimiter` of 2^20 units per millisecond (a ring of 8 MiB: no thread can
+        // fill it) on the default clock, checked with `check()`: against
+        // `gcra_allowed_default_clock` and `gcra_denied`, what an exact log costs over GCRA.
+        "sliding_log_allow" => {
+            let quota = SlidingLog::new(1 << 20, Duration::from_millis(1)).expect("valid quota");
+            let limiter = SlidingLogLimiter::new(quota).expect("the ring fits in memory");
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_allowed()),
+                Expected::Allowed,
+            )
+        }
+        // Denied: one unit per hour, consumed by a first check.
+        "sliding_log_deny" => {
+            let quota = SlidingLog::per_hour(1).expect("valid quota");
+            let limiter = SlidingLogLimiter::new(quota).expect("the ring fits in memory");
             assert!(
                 limiter.check().is_allowed(),
                 "the first check consumes the quota"

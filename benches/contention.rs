@@ -56,7 +56,9 @@
 //! | `inflight` | takes one permit from one concurrency limiter shared by all threads (`try_acquire()`) and drops it at once: one call is the pair acquire + release; the limit (1,024 permits) is far above the permits held at once, so every acquire succeeds: through nanolimit's `InFlightLimiter`, through tokio's `Semaphore`, or as the pair's hardware floor (`fetch_add` then `fetch_sub` on one shared word) |
 //!
 //! Limiters: nanolimit (`gcra`, `sliding-window`, `fixed-window`) everywhere, and nanolimit
-//! `gcra-striped` in direct-allow and direct-deny; governor 0.10 (GCRA;
+//! `gcra-striped` and `sliding-log` (the exact `SlidingLogLimiter`: one record per admitted
+//! unit in a ring of the window's limit, at most one burst in any window of the window
+//! algorithms' length) in direct-allow and direct-deny; governor 0.10 (GCRA;
 //! direct, and keyed on its default `DashMap` store with std's hasher) everywhere; the
 //! `ratelimit` crate (a token bucket) in direct-allow and direct-deny; `mutex-hashmap`, a
 //! `Mutex<HashMap<u64, (f64 tokens, Instant)>>` token bucket, in the keyed ones. In the packet
@@ -67,12 +69,12 @@
 //! `KeyedSubject` trait that every keyed benchmark shares (`benches/shared/keyed_subjects.rs`).
 //!
 //! `gcra-striped` is `StripedLimiter::new(quota)` (`nanolimit::striped`): the scenario's GCRA
-//! quota as one shared budget, leased into per-thread stripes, with the defaults (stripes: the
-//! available parallelism rounded up to a power of two; leases of 1 to `min(256, burst / (4 ×
+//! quota as one shared budget, leased into per-thread stripes, with the defaults (stripes: twice
+//! the available parallelism, rounded up to a power of two; leases of 1 to `min(256, burst / (4 ×
 //! stripes))` units living 10 ms; the default `QuantaClock`), checked with `check()` like the
 //! `gcra` row. Its thread's stripe serves most checks without writing the shared word. By its
 //! contract it may admit up to `over_admission_bound()` units beyond the quota over a run (see
-//! Columns, accuracy): with direct-allow's quota on 2 cores, 2 stripes × 255 = 510 units; with
+//! Columns, accuracy): with direct-allow's quota on 2 cores, 4 stripes × 255 = 1,020 units; with
 //! direct-deny's burst of 10 the leases are of one unit, the bound is 0, and the row is the plain
 //! GCRA limiter's decisions taken through a stripe (every admission a refill, every denial a
 //! read-only test of the shared word).
@@ -158,7 +160,7 @@
 //! |---|---|
 //! | `scenario` | scenario name |
 //! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor`; http-layer: `nanolimit`, `tower_governor`, `floor`; inflight: `nanolimit`, `tokio-semaphore`, `floor` |
-//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`; http-layer's floor: `no-layer`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
+//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-log` (nanolimit's `SlidingLogLimiter`; direct-allow and direct-deny), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`; http-layer's floor: `no-layer`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
 //! | `threads` | threads calling at once |
 //! | `keys` | distinct keys offered: 1 for direct limiters and inflight's limiters, keyed-hot and keyed-hot-under-flood (the hot key, the one counted), the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
 //! | `ops` | calls by all threads in the measured phase; keyed-hot-under-flood: the hot thread's calls only (the flood's are not counted) |
@@ -179,7 +181,7 @@
 //! counter, what a saturated key gets (the counter approximates by design). For `gcra-striped`
 //! the per-key value also counts what the limiter may admit beyond its quota by contract: rate ×
 //! span + burst + `over_admission_bound()` (the stripes' units, at most one lease lifetime of the
-//! rate), still a strict bound; the cell then names that allowance ("incl. +510 by contract").
+//! rate), still a strict bound; the cell then names that allowance ("incl. +1020 by contract").
 //! "under quota" means
 //! the offered load never needed a denial and everything passed. For keyed-flood the accuracy
 //! is that of the legitimate hot keys only ("legit"): their admissions against their quota; for
@@ -502,6 +504,7 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
         // direct-allow and direct-deny (direct-reserve returned above): the striped limiter
         // after the plain GCRA row it is compared with.
         limiters.insert(1, (LimiterKind::Nanolimit, AlgorithmKind::GcraStriped));
+        limiters.insert(4, (LimiterKind::Nanolimit, AlgorithmKind::SlidingLog));
         limiters.push((LimiterKind::Ratelimit, AlgorithmKind::TokenBucket));
     } else if scenario != Scenario::KeyedHotUnderFlood {
         limiters.push((LimiterKind::MutexHashMap, AlgorithmKind::TokenBucket));
@@ -832,6 +835,14 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
         ),
         (true, LimiterKind::Nanolimit, AlgorithmKind::FixedWindow) => run_direct(
             || nanolimit::Limiter::new(quota.fixed_window()),
+            job,
+            context,
+        ),
+        (true, LimiterKind::Nanolimit, AlgorithmKind::SlidingLog) => run_direct(
+            || {
+                nanolimit::SlidingLogLimiter::new(quota.sliding_log())
+                    .expect("the sliding log's ring fits in memory")
+            },
             job,
             context,
         ),

@@ -51,9 +51,12 @@
 //! at once, each held by a [`Permit`](inflight::Permit) until it is dropped, with blocking and
 //! (feature `tokio`) async acquires served first come, first served (see [`inflight`]).
 //!
+//! [`SlidingLogLimiter`] is the exact sliding log: one record per admitted unit, so no window of
+//! length `W` ever holds more than `L` units (see [`sliding_log`]).
+//!
 //! The modules follow the layers: [`quota`] (pure step functions) → the compare-and-swap driver
 //! and the operations it applies (check, reserve, cancel) → [`Decision`] and [`Request`] → the
-//! limiters ([`Limiter`], [`keyed`], [`striped`], [`inflight`]) → [`throttle`] (reservations
+//! limiters ([`Limiter`], [`keyed`], [`striped`], [`sliding_log`], [`inflight`]) → [`throttle`] (reservations
 //! and waits) → [`clock`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -70,6 +73,7 @@ mod direct;
 pub mod inflight;
 pub mod keyed;
 mod operation;
+pub mod sliding_log;
 pub mod striped;
 pub mod throttle;
 
@@ -92,6 +96,7 @@ pub use keyed::{
     Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,
     KeyedStats, TableError, WhenFull,
 };
+pub use sliding_log::SlidingLogLimiter;
 pub use striped::StripedLimiter;
 #[cfg(feature = "tokio")]
 pub use throttle::TokioClock;

@@ -20,6 +20,9 @@ use std::time::Duration;
 /// | longest wait | none (up to 4.5 years) | [`max_wait`](Self::max_wait) | reservations and waits |
 /// | jitter | none | [`jitter`](Self::jitter) | waits |
 ///
+/// The exact sliding log ([`SlidingLogLimiter`](crate::SlidingLogLimiter)) takes a
+/// `Request<SlidingLog>`: cost and time only (its quota has no tiers).
+///
 /// ```
 /// use nanolimit::{Gcra, Limiter, ManualClock, Request, Timestamp};
 ///
@@ -31,7 +34,7 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone, Copy)]
 #[must_use = "a request does nothing until a limiter judges it"]
-pub struct Request<Q: Quota> {
+pub struct Request<Q> {
     pub(crate) cost: u64,
     pub(crate) at: Option<Timestamp>,
     pub(crate) tier: Option<Tier<Q>>,
@@ -39,7 +42,7 @@ pub struct Request<Q: Quota> {
     pub(crate) jitter: Duration,
 }
 
-impl<Q: Quota> Request<Q> {
+impl<Q> Request<Q> {
     /// One unit of cost, judged now, under the limiter's quota: what the shorthands check.
     ///
     /// ```
@@ -97,7 +100,9 @@ impl<Q: Quota> Request<Q> {
         self.at = Some(now);
         self
     }
+}
 
+impl<Q: Quota> Request<Q> {
     /// Judged under `tier`'s quota instead of the limiter's (the state is the same).
     ///
     /// ```
@@ -171,7 +176,7 @@ impl<Q: Quota> Request<Q> {
     }
 }
 
-impl<Q: Quota> Default for Request<Q> {
+impl<Q> Default for Request<Q> {
     fn default() -> Self {
         Request::new()
     }
@@ -212,7 +217,7 @@ impl<Q: Quota> Default for Request<Q> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Tier<Q: Quota> {
+pub struct Tier<Q> {
     quota: Q,
 }
 

@@ -15,6 +15,8 @@ pub enum AlgorithmKind {
     SlidingWindow,
     /// nanolimit's fixed-window counter.
     FixedWindow,
+    /// nanolimit's exact sliding log (`SlidingLogLimiter`).
+    SlidingLog,
     /// A token bucket (the `ratelimit` crate, the mutex-hashmap).
     TokenBucket,
     /// Floor: one clock read.
@@ -41,6 +43,7 @@ impl AlgorithmKind {
             AlgorithmKind::GcraStriped => "gcra-striped",
             AlgorithmKind::SlidingWindow => "sliding-window",
             AlgorithmKind::FixedWindow => "fixed-window",
+            AlgorithmKind::SlidingLog => "sliding-log",
             AlgorithmKind::TokenBucket => "token-bucket",
             AlgorithmKind::ClockRead => "clock-read",
             AlgorithmKind::Cas => "cas",
@@ -76,6 +79,8 @@ impl QuotaSpec {
     ///
     /// - GCRA and token buckets: `rate × lifetime + burst`, a strict upper bound.
     /// - Fixed window: `limit` per window touched, a strict upper bound.
+    /// - Sliding log: `limit` in any window, so `limit × (⌊lifetime / window⌋ + 1)` over the
+    ///   lifetime, a strict upper bound (the windows start at the first check).
     /// - Sliding-window counter: `limit × max(1, lifetime / window)`: the first window admits
     ///   the limit at once, then the weighted previous window admits `limit / window` per unit
     ///   of time. The counter approximates a sliding log by design, so a key checked
@@ -85,7 +90,9 @@ impl QuotaSpec {
         let windows = seconds / self.window().as_secs_f64();
         let burst = self.burst as f64;
         match algorithm {
-            AlgorithmKind::FixedWindow => burst * (windows.floor() + 1.0),
+            AlgorithmKind::FixedWindow | AlgorithmKind::SlidingLog => {
+                burst * (windows.floor() + 1.0)
+            }
             AlgorithmKind::SlidingWindow => burst * windows.max(1.0),
             _ => self.rate_per_second() * seconds + burst,
         }

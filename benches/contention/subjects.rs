@@ -63,6 +63,13 @@ impl<Q: Reservable> DirectSubject for Reserving<nanolimit::Limiter<Q>> {
     }
 }
 
+impl DirectSubject for nanolimit::SlidingLogLimiter {
+    #[inline]
+    fn check(&self) -> bool {
+        nanolimit::SlidingLogLimiter::check(self).is_allowed()
+    }
+}
+
 impl DirectSubject for governor::DefaultDirectRateLimiter {
     #[inline]
     fn check(&self) -> bool {

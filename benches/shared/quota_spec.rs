@@ -83,6 +83,12 @@ impl QuotaSpec {
         SlidingWindow::new(self.burst, self.window()).expect("valid sliding-window quota")
     }
 
+    /// nanolimit sliding log: at most one burst in any window.
+    pub fn sliding_log(&self) -> nanolimit::sliding_log::SlidingLog {
+        nanolimit::sliding_log::SlidingLog::new(self.burst, self.window())
+            .expect("valid sliding-log quota")
+    }
+
     /// nanolimit fixed window.
     pub fn fixed_window(&self) -> FixedWindow {
         FixedWindow::new(self.burst, self.window()).expect("valid fixed-window quota")

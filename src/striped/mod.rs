@@ -130,7 +130,7 @@ pub struct StripedLimiter<C: Clock = QuantaClock> {
 }
 
 impl StripedLimiter<QuantaClock> {
-    /// A striped limiter with the defaults: as many stripes as the machine has hardware threads,
+    /// A striped limiter with the defaults: twice as many stripes as the machine has hardware threads,
     /// leases of 1 to `min(256, burst / (4 × stripes))` units living 10 ms, on the default clock.
     ///
     /// ```
@@ -421,7 +421,10 @@ impl<C: Clock> StripedLimiter<C> {
 
     /// The core every check funnels into: `cost` (at most the burst) at `now` on stripe
     /// `stripe_number` (reduced modulo the stripe count).
-    #[inline]
+    // Forced inline: as a plain `#[inline]` the compiler kept it out of line behind `check`,
+    // and the call plus the `Decision` written through memory cost about a third of the check
+    // (see docs/performance.md, "0.4: striped leases"). The refill stays `#[cold]` and out of line.
+    #[inline(always)]
     fn decide(&self, stripe_number: usize, cost: u64, now: Timestamp) -> Decision<Gcra> {
         let quota = self.shared.quota();
         let instant = quota.instant(now);

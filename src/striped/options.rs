@@ -144,9 +144,11 @@ impl StripedLimiterBuilder<QuantaClock> {
 }
 
 impl<C: Clock> StripedLimiterBuilder<C> {
-    /// How many stripes (rounded up to a power of two; at most [`MAX_STRIPES`]). Default: the
-    /// machine's available parallelism, rounded up. Threads beyond the count share stripes
-    /// (correct, with some contention on the shared stripe).
+    /// How many stripes (rounded up to a power of two; at most [`MAX_STRIPES`]). Default: twice
+    /// the machine's available parallelism, rounded up. Twice, because threads take stripe
+    /// numbers in the order they first check, not by core: with one stripe per core, two busy
+    /// threads often share one stripe while another sits idle. Threads beyond the count share
+    /// stripes (correct, with some contention on the shared stripe).
     pub fn stripes(mut self, stripes: usize) -> Self {
         self.stripes = Some(stripes);
         self
@@ -221,10 +223,12 @@ impl<C: Clock> StripedLimiterBuilder<C> {
     }
 }
 
-/// The machine's available parallelism, or 1 if unknown.
+/// Twice the machine's available parallelism (1 if unknown), so that busy threads rarely share a
+/// stripe.
 fn default_stripes() -> usize {
     std::thread::available_parallelism()
         .map(usize::from)
         .unwrap_or(1)
+        .saturating_mul(2)
         .min(MAX_STRIPES)
 }

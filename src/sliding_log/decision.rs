@@ -1,0 +1,171 @@
+//! A sliding log's decision, with the same metadata as every other limiter's.
+
+use super::ring::{Ring, View};
+use super::SlidingLog;
+use crate::clock::Timestamp;
+use crate::decision::RateLimitHeaders;
+use std::time::Duration;
+
+/// The outcome of a sliding log's check or peek: allowed or denied, the limit, what remains,
+/// and when to come back (the values of the `RateLimit-*` and `Retry-After` headers, as a
+/// [`Decision`](crate::Decision) gives them).
+///
+/// Times count from the time the decision was judged at (the reading, or the latest unit's
+/// time if the reading was behind it). `reset_after` and `retry_after` are exact for the log the
+/// decision was made on; [`remaining`](Self::remaining) is counted when asked (a search of the
+/// log, kept off the check itself), on the log as it is then, at the decision's time.
+///
+/// ```
+/// use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
+/// use nanolimit::ManualClock;
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let limiter = SlidingLogLimiter::with_clock(SlidingLog::per_minute(3)?, clock.clone())?;
+/// let first = limiter.check();
+/// assert_eq!((first.limit(), first.remaining()), (3, 2));
+/// assert_eq!(first.reset_after(), Duration::from_secs(60));
+/// clock.advance(Duration::from_secs(20));
+/// assert!(limiter.check().is_allowed());
+/// assert!(limiter.check().is_allowed());
+/// let denied = limiter.check();
+/// assert_eq!(denied.retry_after(), Duration::from_secs(40));
+/// assert_eq!(denied.headers().retry_after_seconds, Some(40));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+#[must_use = "a decision says whether the request may proceed"]
+pub struct SlidingLogDecision<'log> {
+    allowed: bool,
+    cost: u64,
+    quota: SlidingLog,
+    now_ns: u64,
+    retry_after_ns: u64,
+    reset_after_ns: u64,
+    ring: &'log Ring,
+}
+
+impl<'log> SlidingLogDecision<'log> {
+    /// The decision of a check that admitted (recorded `cost` units) or denied on `view`.
+    #[inline]
+    pub(super) fn new(view: View, cost: u64, quota: SlidingLog, ring: &'log Ring) -> Self {
+        SlidingLogDecision {
+            allowed: view.fits,
+            cost,
+            quota,
+            now_ns: view.now_ns,
+            retry_after_ns: view.retry_after_ns,
+            // Admitted units, recorded at the decision's time, are the latest.
+            reset_after_ns: match view.fits {
+                true => quota.window_ns(),
+                false => view.reset_after_ns,
+            },
+            ring,
+        }
+    }
+
+    /// The decision of a peek on `view` (nothing recorded).
+    pub(super) fn peeked(view: View, cost: u64, quota: SlidingLog, ring: &'log Ring) -> Self {
+        SlidingLogDecision {
+            allowed: view.fits,
+            cost,
+            quota,
+            now_ns: view.now_ns,
+            retry_after_ns: view.retry_after_ns,
+            reset_after_ns: view.reset_after_ns,
+            ring,
+        }
+    }
+
+    /// Whether the request may proceed.
+    #[inline]
+    pub fn is_allowed(&self) -> bool {
+        self.allowed
+    }
+
+    /// Whether the request was rejected.
+    #[inline]
+    pub fn is_denied(&self) -> bool {
+        !self.allowed
+    }
+
+    /// The cost this decision was for.
+    pub fn cost(&self) -> u64 {
+        self.cost
+    }
+
+    /// The quota's limit: the most units in any window.
+    pub fn limit(&self) -> u64 {
+        self.quota.limit()
+    }
+
+    /// How many unit-cost requests would pass at the decision's time: the limit less the units
+    /// in the window.
+    pub fn remaining(&self) -> u64 {
+        let in_window =
+            self.ring
+                .units_in_window(self.quota.limit(), self.quota.window_ns(), self.now_ns);
+        self.quota.limit().saturating_sub(in_window)
+    }
+
+    /// How long until the whole limit is available again (the latest unit has left the
+    /// window), with no further traffic.
+    pub fn reset_after(&self) -> Duration {
+        Duration::from_nanos(self.reset_after_ns)
+    }
+
+    /// How long until this request would pass, with no other traffic: zero when allowed; else
+    /// the time until the unit that must leave the window for it to fit has left.
+    pub fn retry_after(&self) -> Duration {
+        match self.allowed {
+            true => Duration::ZERO,
+            false => Duration::from_nanos(self.retry_after_ns),
+        }
+    }
+
+    /// The time the decision was judged at: the request's reading, or the latest recorded
+    /// unit's time if the reading was behind it (what an admitted unit is recorded at).
+    ///
+    /// ```
+    /// use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
+    /// use nanolimit::Timestamp;
+    ///
+    /// let limiter = SlidingLogLimiter::new(SlidingLog::per_second(10)?)?;
+    /// let later = Timestamp::from_ns(2_000)?;
+    /// assert_eq!(limiter.check_at(later).judged_at(), later);
+    /// // A reading behind the log is judged at the latest unit's time.
+    /// assert_eq!(limiter.check_at(Timestamp::from_ns(1_000)?).judged_at(), later);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn judged_at(&self) -> Timestamp {
+        Timestamp::saturating_from_ns(self.now_ns)
+    }
+
+    /// The quota the decision was made under.
+    pub fn quota(&self) -> &SlidingLog {
+        &self.quota
+    }
+
+    /// Header values, in whole seconds rounded up (so a client that waits that long succeeds).
+    ///
+    /// ```
+    /// use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
+    /// use nanolimit::ManualClock;
+    ///
+    /// let limiter = SlidingLogLimiter::with_clock(SlidingLog::per_hour(1)?, ManualClock::new())?;
+    /// let _ = limiter.check();
+    /// let headers = limiter.check().headers();
+    /// assert_eq!((headers.limit, headers.remaining), (1, 0));
+    /// assert_eq!((headers.reset_seconds, headers.retry_after_seconds), (3_600, Some(3_600)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn headers(&self) -> RateLimitHeaders {
+        let ceil_seconds = |duration: Duration| duration.as_nanos().div_ceil(1_000_000_000) as u64;
+        RateLimitHeaders {
+            limit: self.limit(),
+            remaining: self.remaining(),
+            reset_seconds: ceil_seconds(self.reset_after()),
+            retry_after_seconds: (!self.allowed).then(|| ceil_seconds(self.retry_after())),
+        }
+    }
+}

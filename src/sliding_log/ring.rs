@@ -1,0 +1,253 @@
+//! The log's lock-free protocol: a ring of unit records and the position the next request
+//! starts at.
+//!
+//! # State
+//!
+//! - `next`: every position before it holds the record of an admitted unit, and every request
+//!   that wrote one of them is fully written.
+//! - `slots`: `R` records (`R`, the ring size, is the limit rounded up to a power of two), one
+//!   per admitted unit: position `p` lives in slot `p mod R`, and its record carries the parity of
+//!   its lap `p / R` (`record.rs`). Times are non-decreasing along positions.
+//!
+//! # A check of `n` units at reading `t`
+//!
+//! 1. Load `next` (call it `k`) and slot `k`'s word. If that word already holds position `k`, a
+//!    request started at `k` and `next` lags: *help* (write the rest of that request's units from
+//!    its first record, then advance `next`) and start again.
+//! 2. Read position `k − 1`'s record (the latest unit): the check is judged at `now =
+//!    max(t, its time)`, so a reading behind the log is judged at the latest time seen.
+//! 3. Read position `k + n − 1 − L`'s record: the request fits iff that unit has left the window
+//!    `(now − W, now]` (or never existed). Times are sorted, so that unit having left means at
+//!    most `L − n` units are still in the window.
+//! 4. Load `next` again. If it is still `k`, it was `k` throughout, and the records read in 2
+//!    and 3 were those of their positions (the slots they live in are not rewritten while `next`
+//!    is `k`): the view was a snapshot. Else start again.
+//! 5. A denial writes nothing. An admission compare-and-swaps slot `k` from the word read in 1
+//!    (position `k − R`'s record) to position `k`'s, whose `rest` field says how many units
+//!    follow: that CAS admits the whole request. It then writes the other `n − 1` records (as
+//!    any helper would) and advances `next` to `k + n` by CAS; a lost CAS there means a helper
+//!    did it.
+//!
+//! # Why it is exact
+//!
+//! - A slot's records have strictly increasing times (a record replaces position `p − R`'s, at or
+//!   before position `k + n − 1 − L`'s, which has left the window, so it is at least one window
+//!   older), so a slot never holds the same word twice: a CAS from a word read earlier succeeds
+//!   only if nobody wrote that slot since.
+//! - While `next` is `k`, slot `k` holds position `k − R`'s record or position `k`'s, and the
+//!   slot of any position `k + i` of a request started at `k` holds `k + i − R`'s or `k + i`'s:
+//!   one parity bit tells them apart. Every write is preceded by a load of `next` that returns
+//!   the position's request start, after the slot was read, so no write acts on a slot read on a
+//!   later lap.
+//! - Position `k` is written once (the first CAS from `k − R`'s record wins), and `next` passes
+//!   `k` only once its request is fully written, so `next = k` and a view of positions before `k`
+//!   decide exactly as the reference log would on the same units.
+
+use super::record::{self, MAX_UNITS_PER_REQUEST};
+use crate::sync::{AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
+
+/// What a snapshot of the log says about a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct View {
+    /// Whether the request fits.
+    pub(crate) fits: bool,
+    /// The time it is judged at, in nanoseconds: the reading, or the latest unit's time if the
+    /// reading is behind it.
+    pub(crate) now_ns: u64,
+    /// Nanoseconds until the unit that must leave for the request to fit has left (0 if it fits).
+    pub(crate) retry_after_ns: u64,
+    /// Nanoseconds until the latest unit leaves, before this request.
+    pub(crate) reset_after_ns: u64,
+}
+
+/// The ring of records and the next request's position.
+#[derive(Debug)]
+pub(crate) struct Ring {
+    next: CachePadded<AtomicU64>,
+    slots: Box<[AtomicU64]>,
+    ring_bits: u32,
+}
+
+impl Ring {
+    /// A ring for `limit` units (`limit` ≥ 1), or `None` if the allocator cannot provide it.
+    pub(crate) fn new(limit: u64) -> Option<Ring> {
+        let size = usize::try_from(limit).ok()?.checked_next_power_of_two()?;
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(size).ok()?;
+        slots.extend(core::iter::repeat_with(|| AtomicU64::new(record::EMPTY)).take(size));
+        Some(Ring {
+            next: CachePadded::new(AtomicU64::new(0)),
+            slots: slots.into_boxed_slice(),
+            ring_bits: size.trailing_zeros(),
+        })
+    }
+
+    /// The bytes the ring occupies (the slots and the padded `next` word).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        core::mem::size_of_val(&*self.slots) + core::mem::size_of::<CachePadded<AtomicU64>>()
+    }
+
+    #[inline]
+    fn slot(&self, position: u64) -> &AtomicU64 {
+        // The mask keeps the index below the slot count, a `usize`.
+        &self.slots[(position & (self.slots.len() as u64 - 1)) as usize]
+    }
+
+    #[inline]
+    fn load_next(&self) -> u64 {
+        // ORDERING: Acquire, pairing with the AcqRel CAS that advanced `next` (in `advance`):
+        // every record before the loaded position, written or seen by the thread that advanced
+        // it, is visible to the slot loads that follow.
+        self.next.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    fn load_slot(&self, position: u64) -> u64 {
+        // ORDERING: Acquire, pairing with the AcqRel CAS that wrote the record (`write`): a
+        // helper that reads a first record sees what its writer saw before writing it.
+        self.slot(position).load(Ordering::Acquire)
+    }
+
+    /// Admits `cost` units (1 to the limit, at most 16) at `reading_ns` if they fit: the view the
+    /// decision was made on, with `fits` telling which.
+    #[inline]
+    pub(crate) fn admit(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
+        debug_assert!((1..=limit.min(MAX_UNITS_PER_REQUEST)).contains(&cost));
+        loop {
+            let start = self.load_next();
+            let head = self.load_slot(start);
+            if record::holds(head, start, self.ring_bits) {
+                self.finish(start, head);
+                continue;
+            }
+            let view = self.view(start, cost, reading_ns, limit, window_ns);
+            if self.load_next() != start {
+                continue;
+            }
+            if !view.fits {
+                return view;
+            }
+            let first = record::record(start, self.ring_bits, view.now_ns, cost - 1);
+            if !self.write(start, head, first) {
+                continue;
+            }
+            if cost > 1 {
+                self.finish(start, first);
+            } else {
+                self.advance(start, 1);
+            }
+            return view;
+        }
+    }
+
+    /// What admitting `cost` units (0 to the limit) at `reading_ns` would decide, writing
+    /// nothing (a cost of 0 always fits).
+    pub(crate) fn peek(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
+        loop {
+            let start = self.load_next();
+            let head = self.load_slot(start);
+            if record::holds(head, start, self.ring_bits) {
+                self.finish(start, head);
+                continue;
+            }
+            let view = self.view(start, cost, reading_ns, limit, window_ns);
+            if self.load_next() == start {
+                return view;
+            }
+        }
+    }
+
+    /// Steps 2 and 3 of a check starting at `start` (valid only if `next` is still `start`
+    /// afterwards).
+    #[inline]
+    fn view(&self, start: u64, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
+        let latest = match start {
+            0 => record::EMPTY,
+            _ => self.load_slot(start - 1),
+        };
+        let now_ns = match record::time_ns(latest) {
+            Some(latest_ns) => record::stamp_of(reading_ns).max(latest_ns),
+            None => record::stamp_of(reading_ns),
+        };
+        // The unit that must have left: `cost` ≤ `limit`, so it is before `start`.
+        let must_leave = match (start + cost).checked_sub(limit + 1) {
+            Some(position) if cost > 0 => self.load_slot(position),
+            _ => record::EMPTY,
+        };
+        let retry_after_ns = record::leaves_after_ns(must_leave, window_ns, now_ns);
+        View {
+            fits: retry_after_ns == 0,
+            now_ns,
+            retry_after_ns,
+            reset_after_ns: record::leaves_after_ns(latest, window_ns, now_ns),
+        }
+    }
+
+    /// Writes the units that follow the first record `first` of the request started at
+    /// `start`, then advances `next` past them: what the request's own thread does after its
+    /// first CAS, and what any thread that finds the request unfinished does (help).
+    #[cold]
+    fn finish(&self, start: u64, first: u64) {
+        let units = record::rest(first) + 1;
+        let time_ns = record::time_ns(first).unwrap_or(0);
+        for offset in 1..units {
+            let position = start + offset;
+            let wanted = record::record(position, self.ring_bits, time_ns, units - 1 - offset);
+            loop {
+                let word = self.load_slot(position);
+                // Only while `next` is `start` does the slot hold this position's record or
+                // the one a lap before; else the request is finished and the slot may be on a
+                // later lap.
+                if self.load_next() != start {
+                    return;
+                }
+                if record::holds(word, position, self.ring_bits)
+                    || self.write(position, word, wanted)
+                {
+                    break;
+                }
+            }
+        }
+        self.advance(start, units);
+    }
+
+    /// Replaces `position`'s slot's `observed` word with `record`; false if the slot changed.
+    #[inline]
+    fn write(&self, position: u64, observed: u64, record: u64) -> bool {
+        // ORDERING: AcqRel. Release publishes the record to the Acquire loads of helpers and
+        // later checks; Acquire orders it after the loads this thread's decision was made on.
+        // Failure Relaxed: the caller reloads.
+        self.slot(position)
+            .compare_exchange(observed, record, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Moves `next` from `start` past a request of `units`, if nobody did yet.
+    #[inline]
+    fn advance(&self, start: u64, units: u64) {
+        // ORDERING: AcqRel. Release pairs with the Acquire of `load_next`: a thread that sees
+        // the new `next` sees every record before it (this thread wrote or Acquire-loaded
+        // them). Failure Relaxed: another thread advanced it, which is all that was needed.
+        let _ =
+            self.next
+                .compare_exchange(start, start + units, Ordering::AcqRel, Ordering::Relaxed);
+    }
+
+    /// How many units are in the window `(now_ns − window_ns, now_ns]` among the last `limit`
+    /// positions, on the log as it is now (for a decision's `remaining`).
+    pub(crate) fn units_in_window(&self, limit: u64, window_ns: u64, now_ns: u64) -> u64 {
+        let end = self.load_next();
+        // Times are sorted along positions: find the first position still in the window.
+        let (mut low, mut high) = (end.saturating_sub(limit), end);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if record::has_left(self.load_slot(middle), window_ns, now_ns) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        end - low
+    }
+}
