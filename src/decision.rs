@@ -257,13 +257,12 @@ impl<Q: Quota> Decision<Q> {
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     pub fn headers(&self) -> RateLimitHeaders {
-        let ceil_seconds = |duration: Duration| duration.as_nanos().div_ceil(1_000_000_000) as u64;
-        RateLimitHeaders {
-            limit: self.limit(),
-            remaining: self.remaining(),
-            reset_seconds: ceil_seconds(self.reset_after()),
-            retry_after_seconds: (!self.allowed).then(|| ceil_seconds(self.retry_after())),
-        }
+        RateLimitHeaders::new(
+            self.limit(),
+            self.remaining(),
+            self.reset_after(),
+            (!self.allowed).then(|| self.retry_after()),
+        )
     }
 }
 
@@ -288,4 +287,23 @@ pub struct RateLimitHeaders {
     pub reset_seconds: u64,
     /// `Retry-After`: seconds to wait, present only on a denial.
     pub retry_after_seconds: Option<u64>,
+}
+
+impl RateLimitHeaders {
+    /// The header values of a decision's metadata: times in whole seconds rounded up (so a
+    /// client that waits that long succeeds); `retry_after` only for a denial.
+    pub(crate) fn new(
+        limit: u64,
+        remaining: u64,
+        reset_after: Duration,
+        retry_after: Option<Duration>,
+    ) -> RateLimitHeaders {
+        let ceil_seconds = |duration: Duration| duration.as_nanos().div_ceil(1_000_000_000) as u64;
+        RateLimitHeaders {
+            limit,
+            remaining,
+            reset_seconds: ceil_seconds(reset_after),
+            retry_after_seconds: retry_after.map(ceil_seconds),
+        }
+    }
 }

@@ -102,6 +102,31 @@ fn model(
     });
 }
 
+/// The units admitted by requests judged at `judged_ns`.
+fn units_admitted_at(judged_ns: u64, outcomes: &[Vec<Outcome>]) -> u64 {
+    outcomes
+        .iter()
+        .flatten()
+        .filter(|outcome| outcome.allowed && outcome.judged_ns == judged_ns)
+        .map(|outcome| outcome.cost)
+        .sum()
+}
+
+/// Exactly the limit was admitted by requests all read at 5, and nothing remains at 5.
+fn spent_exactly_at_five(limiter: &SlidingLogLimiter<ManualClock>, outcomes: &[Vec<Outcome>]) {
+    assert_eq!(
+        admitted_units(outcomes),
+        limiter.quota().limit(),
+        "{outcomes:?}"
+    );
+    let after = limiter.peek_with(Request::cost(0).at(at(5))).unwrap();
+    assert_eq!(after.remaining(), 0, "{outcomes:?}");
+    assert!(limiter
+        .peek_with(Request::new().at(at(5)))
+        .unwrap()
+        .is_denied());
+}
+
 fn admitted_units(outcomes: &[Vec<Outcome>]) -> u64 {
     outcomes
         .iter()
@@ -119,13 +144,7 @@ fn two_unit_checks_on_a_limit_of_one() {
         "sliding log: two unit checks, limit 1",
         1,
         vec![checks(&[(1, 5)]), checks(&[(1, 5)])],
-        |limiter, outcomes| {
-            assert_eq!(admitted_units(outcomes), 1, "{outcomes:?}");
-            assert!(limiter
-                .peek_with(Request::new().at(at(5)))
-                .unwrap()
-                .is_denied());
-        },
+        spent_exactly_at_five,
     );
 }
 
@@ -138,37 +157,19 @@ fn two_requests_of_two_units_on_a_limit_of_two() {
         "sliding log: two requests of 2 units, limit 2",
         2,
         vec![checks(&[(2, 5)]), checks(&[(2, 5)])],
-        |limiter, outcomes| {
-            assert_eq!(admitted_units(outcomes), 2, "{outcomes:?}");
-            assert_eq!(
-                limiter
-                    .peek_with(Request::cost(0).at(at(5)))
-                    .unwrap()
-                    .remaining(),
-                0
-            );
-        },
+        spent_exactly_at_five,
     );
 }
 
 /// A request of two units races a unit check on a limit of three, at one instant: they fit
-/// together, so both pass, and one unit remains.
+/// together, so both pass, and nothing remains.
 #[test]
 fn a_request_of_two_units_and_a_unit_check_on_a_limit_of_three() {
     model(
         "sliding log: 2 units and 1 unit, limit 3",
         3,
         vec![checks(&[(2, 5)]), checks(&[(1, 5)])],
-        |limiter, outcomes| {
-            assert_eq!(admitted_units(outcomes), 3, "{outcomes:?}");
-            assert_eq!(
-                limiter
-                    .peek_with(Request::cost(0).at(at(5)))
-                    .unwrap()
-                    .remaining(),
-                0
-            );
-        },
+        spent_exactly_at_five,
     );
 }
 
@@ -184,12 +185,7 @@ fn a_check_racing_two_laps_of_the_ring() {
         |_, outcomes| {
             // Exactly one unit is judged and admitted at 10 (a check read at 0 that comes
             // after one at 10 is judged at 10 and denied).
-            let at_ten = outcomes
-                .iter()
-                .flatten()
-                .filter(|outcome| outcome.allowed && outcome.judged_ns == 10)
-                .count();
-            assert_eq!(at_ten, 1, "{outcomes:?}");
+            assert_eq!(units_admitted_at(10, outcomes), 1, "{outcomes:?}");
         },
     );
 }
@@ -203,12 +199,7 @@ fn requests_of_two_units_wrapping_the_ring() {
         2,
         vec![checks(&[(2, 0), (2, 10)]), checks(&[(1, 10)])],
         |_, outcomes| {
-            let at_ten: u64 = outcomes
-                .iter()
-                .flatten()
-                .filter(|outcome| outcome.allowed && outcome.judged_ns == 10)
-                .map(|outcome| outcome.cost)
-                .sum();
+            let at_ten = units_admitted_at(10, outcomes);
             assert!(
                 at_ten >= 1,
                 "nothing passed at 10 though the window was empty: {outcomes:?}"

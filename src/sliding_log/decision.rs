@@ -46,33 +46,26 @@ pub struct SlidingLogDecision<'log> {
 }
 
 impl<'log> SlidingLogDecision<'log> {
-    /// The decision of a check that admitted (recorded `cost` units) or denied on `view`.
+    /// The decision made on `view` for `cost` units: `recorded` if a check admitted them (they
+    /// are then the latest units), not for a denial or a peek.
     #[inline]
-    pub(super) fn new(view: View, cost: u64, quota: SlidingLog, ring: &'log Ring) -> Self {
+    pub(super) fn new(
+        view: View,
+        cost: u64,
+        recorded: bool,
+        quota: SlidingLog,
+        ring: &'log Ring,
+    ) -> Self {
         SlidingLogDecision {
             allowed: view.fits,
             cost,
             quota,
             now_ns: view.now_ns,
             retry_after_ns: view.retry_after_ns,
-            // Admitted units, recorded at the decision's time, are the latest.
-            reset_after_ns: match view.fits {
+            reset_after_ns: match recorded {
                 true => quota.window_ns(),
                 false => view.reset_after_ns,
             },
-            ring,
-        }
-    }
-
-    /// The decision of a peek on `view` (nothing recorded).
-    pub(super) fn peeked(view: View, cost: u64, quota: SlidingLog, ring: &'log Ring) -> Self {
-        SlidingLogDecision {
-            allowed: view.fits,
-            cost,
-            quota,
-            now_ns: view.now_ns,
-            retry_after_ns: view.retry_after_ns,
-            reset_after_ns: view.reset_after_ns,
             ring,
         }
     }
@@ -160,12 +153,11 @@ impl<'log> SlidingLogDecision<'log> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn headers(&self) -> RateLimitHeaders {
-        let ceil_seconds = |duration: Duration| duration.as_nanos().div_ceil(1_000_000_000) as u64;
-        RateLimitHeaders {
-            limit: self.limit(),
-            remaining: self.remaining(),
-            reset_seconds: ceil_seconds(self.reset_after()),
-            retry_after_seconds: (!self.allowed).then(|| ceil_seconds(self.retry_after())),
-        }
+        RateLimitHeaders::new(
+            self.limit(),
+            self.remaining(),
+            self.reset_after(),
+            (!self.allowed).then(|| self.retry_after()),
+        )
     }
 }

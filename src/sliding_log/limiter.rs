@@ -249,24 +249,16 @@ impl<C: Clock> SlidingLogLimiter<C> {
     /// The core every check funnels into: `cost` units (1 to the most a request may cost).
     #[inline]
     fn decide(&self, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
-        let view = self.ring.admit(
-            cost,
-            now.as_ns(),
-            self.quota.limit(),
-            self.quota.window_ns(),
-        );
-        SlidingLogDecision::new(view, cost, self.quota, &self.ring)
+        let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
+        let view = self.ring.admit(cost, now.as_ns(), limit, window_ns);
+        SlidingLogDecision::new(view, cost, view.fits, self.quota, &self.ring)
     }
 
     /// The core every peek funnels into.
     fn peek_decision(&self, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
-        let view = self.ring.peek(
-            cost,
-            now.as_ns(),
-            self.quota.limit(),
-            self.quota.window_ns(),
-        );
-        SlidingLogDecision::peeked(view, cost, self.quota, &self.ring)
+        let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
+        let view = self.ring.peek(cost, now.as_ns(), limit, window_ns);
+        SlidingLogDecision::new(view, cost, false, self.quota, &self.ring)
     }
 }
 

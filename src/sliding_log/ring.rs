@@ -61,6 +61,14 @@ pub(crate) struct View {
     pub(crate) reset_after_ns: u64,
 }
 
+/// A view of the log taken while `next` was `start`, and the word of the slot a request
+/// starting there would write (position `start − R`'s record).
+struct Snapshot {
+    start: u64,
+    head: u64,
+    view: View,
+}
+
 /// The ring of records and the next request's position.
 #[derive(Debug)]
 pub(crate) struct Ring {
@@ -115,16 +123,7 @@ impl Ring {
     pub(crate) fn admit(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
         debug_assert!((1..=limit.min(MAX_UNITS_PER_REQUEST)).contains(&cost));
         loop {
-            let start = self.load_next();
-            let head = self.load_slot(start);
-            if record::holds(head, start, self.ring_bits) {
-                self.finish(start, head);
-                continue;
-            }
-            let view = self.view(start, cost, reading_ns, limit, window_ns);
-            if self.load_next() != start {
-                continue;
-            }
+            let Snapshot { start, head, view } = self.snapshot(cost, reading_ns, limit, window_ns);
             if !view.fits {
                 return view;
             }
@@ -144,6 +143,13 @@ impl Ring {
     /// What admitting `cost` units (0 to the limit) at `reading_ns` would decide, writing
     /// nothing (a cost of 0 always fits).
     pub(crate) fn peek(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
+        self.snapshot(cost, reading_ns, limit, window_ns).view
+    }
+
+    /// Steps 1 to 4 of a check: a view of the log proved to be a snapshot (`next` was `start`
+    /// throughout), after finishing any request found half written.
+    #[inline]
+    fn snapshot(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> Snapshot {
         loop {
             let start = self.load_next();
             let head = self.load_slot(start);
@@ -153,7 +159,7 @@ impl Ring {
             }
             let view = self.view(start, cost, reading_ns, limit, window_ns);
             if self.load_next() == start {
-                return view;
+                return Snapshot { start, head, view };
             }
         }
     }
