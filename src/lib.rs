@@ -49,7 +49,8 @@
 //!
 //! [`InFlightLimiter`] limits concurrency rather than rate: at most N units of work in progress
 //! at once, each held by a [`Permit`](inflight::Permit) until it is dropped, with blocking and
-//! (feature `tokio`) async acquires served first come, first served (see [`inflight`]).
+//! (feature `tokio`) async acquires served first come, first served; [`KeyedInFlightLimiter`]
+//! keeps such a limit per key on the keyed table (see [`inflight`]).
 //!
 //! [`SlidingLogLimiter`] is the exact sliding log: one record per admitted unit, so no window of
 //! length `W` ever holds more than `L` units (see [`sliding_log`]).
@@ -91,7 +92,7 @@ pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};
 
 pub use direct::Limiter;
-pub use inflight::InFlightLimiter;
+pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
 pub use keyed::{
     Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,
     KeyedStats, TableError, WhenFull,

@@ -1,9 +1,10 @@
-//! What a limiter's core does to a state word: consume (check), book ahead (reserve), or give a
-//! booking back (cancel). Each limiter has one core, generic over the operation, so every
-//! operation shares its lookups, its compare-and-swap driver and its protocol; each operation
-//! is a pure step of the quota's (see [`Quota`] and [`Reservable`]).
+//! What a limiter's core does to a state word: consume (check), book ahead (reserve), give a
+//! booking back (cancel), or release units a keyed in-flight permit held. Each limiter has one
+//! core, generic over the operation, so every operation shares its lookups, its compare-and-swap
+//! driver and its protocol; each operation is a pure step of the quota's (see [`Quota`] and
+//! [`Reservable`]).
 
-use crate::quota::{Quota, Reservable, Step};
+use crate::quota::{Concurrency, Quota, Reservable, Step};
 use crate::request::JudgingLead;
 
 /// One operation on a state word: the step the driver applies.
@@ -70,5 +71,21 @@ impl<Q: Reservable> Operation<Q> for GiveBack {
     #[inline]
     fn step(&self, _quota: &Q, state: u64, _now: Q::Instant, _cost: u64) -> Step {
         Q::cancel_step(state, self.booked, self.increment_ticks)
+    }
+}
+
+/// A keyed in-flight permit's release: `units` leave the key's units in flight (and join its
+/// release count, so the word still grows; see `Concurrency::release_step`). Applied only
+/// through the keyed table's guarded driver, to the slot a fresh lookup finds holding the
+/// permit's key, never inserting it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Release {
+    pub(crate) units: u64,
+}
+
+impl Operation<Concurrency> for Release {
+    #[inline]
+    fn step(&self, _quota: &Concurrency, state: u64, _now: (), _cost: u64) -> Step {
+        Concurrency::release_step(state, self.units)
     }
 }

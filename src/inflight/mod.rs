@@ -1,5 +1,5 @@
 //! The in-flight (concurrency) limiter: at most N units of work in progress at once, released
-//! when the work ends ([`InFlightLimiter`]).
+//! when the work ends ([`InFlightLimiter`]), or at most N per key ([`KeyedInFlightLimiter`]).
 //!
 //! A rate limit does not protect a slow backend: requests pile up inside it however evenly they
 //! arrive. A concurrency limit does, as .NET's `ConcurrencyLimiter` and tokio's `Semaphore` do.
@@ -66,10 +66,38 @@
 //! drop(second);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Per key: [`KeyedInFlightLimiter`]
+//!
+//! At most N units in flight per key (per client, per upstream), on the keyed rate limiters'
+//! bounded table: `try_acquire(&key)` / `try_acquire_many(&key, units)` return a [`KeyedPermit`]
+//! that releases on drop, or a [`KeyedTryAcquireError`] ([`Busy`] with the key's figures,
+//! [`AboveLimit`], or a full table). Lock-free for a key the table holds: one
+//! compare-and-swap to acquire, one lookup and one compare-and-swap to release. An entry with
+//! nothing in flight is fresh, and its slot may be reused for another key; an entry with units
+//! in flight never is, so a permit can never release into a slot reclaimed for another key
+//! (`src/inflight/keyed.rs` gives the argument; the loom models check it). Not keyed: blocking
+//! and async waits, `forget` and `add_permits` (the limit is one for all keys, fixed at build),
+//! and eviction ([`WhenFull::EvictClosestToFresh`](crate::WhenFull::EvictClosestToFresh) is a
+//! build error). Limits up to [`MAX_KEYED_IN_FLIGHT`] (2^24 − 3).
+//!
+//! ```
+//! use nanolimit::inflight::KeyedInFlightLimiter;
+//!
+//! let per_client = KeyedInFlightLimiter::<str>::new(2, 10_000)?;
+//! let _a = per_client.try_acquire("alice")?;
+//! let _b = per_client.try_acquire("alice")?;
+//! assert!(per_client.try_acquire("alice").is_err()); // alice has 2 in flight
+//! assert!(per_client.try_acquire("bob").is_ok());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod error;
 #[cfg(feature = "tokio")]
 mod future;
+mod keyed;
+mod keyed_error;
+mod keyed_permit;
 mod permit;
 mod queue;
 mod word;
@@ -77,6 +105,12 @@ mod word;
 pub use error::{AboveLimit, Busy, InFlightError, TryAcquireError};
 #[cfg(feature = "tokio")]
 pub use future::Acquire;
+pub use keyed::{
+    ExactKeyedInFlightLimiter, KeyedInFlightLimiter, KeyedInFlightLimiterBuilder,
+    MAX_KEYED_IN_FLIGHT,
+};
+pub use keyed_error::{KeyedInFlightError, KeyedTryAcquireError};
+pub use keyed_permit::KeyedPermit;
 pub use permit::Permit;
 pub use word::MAX_IN_FLIGHT;
 

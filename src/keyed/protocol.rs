@@ -28,6 +28,12 @@
 //!   path and insert. A cancellation looks its key up again (never inserting it) and applies
 //!   the cancellation step through the same guarded driver as a check's slow path, so it only
 //!   ever changes a state while the slot holds its key.
+//! - **Release of a keyed in-flight permit** ([`KeyedInFlightLimiter`]): applied as a
+//!   cancellation is (a fresh lookup, never an insert, then the guarded driver). Its key's entry
+//!   cannot have left its slot meanwhile: an entry with units in flight is never fresh, and that
+//!   limiter is never built to evict.
+//!
+//! [`KeyedInFlightLimiter`]: crate::inflight::KeyedInFlightLimiter
 //!
 //! The insert lock serialises inserts within one shard only; checks never take it, so a check of
 //! a present key never waits for an insert. The lock exists so that two threads inserting the
@@ -258,22 +264,38 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             shard,
             reassignments: key.reassignments,
         };
-        self.apply_if_present(within_stay, key.hash, identity, now);
+        // Nothing to do when nothing was given back (see `UndoWithinStay`).
+        let _ = self.apply_if_present(within_stay, key.hash, identity, now);
+    }
+
+    /// Applies `operation` to the state of the key `key` names, if the table holds it (never
+    /// inserting it), through the same guarded driver as a cancellation: for a keyed in-flight
+    /// permit's release. Whether the step was applied (found the key and allowed).
+    #[inline]
+    pub(crate) fn apply_for_named_key(
+        &self,
+        operation: impl Operation<Q>,
+        key: &KeyIdentity,
+        now: Q::Instant,
+    ) -> bool {
+        let identity = M::Slot::identity_from_words(key.words);
+        self.apply_if_present(operation, key.hash, identity, now)
     }
 
     /// Applies `operation` to the state of the key identified by `hash` and `identity`, if the
-    /// table holds it (never inserting it): for cancellations, whose cost is not a request's.
+    /// table holds it (never inserting it): for cancellations and releases, whose cost is not a
+    /// request's. Whether the step was applied.
     fn apply_if_present(
         &self,
         operation: impl Operation<Q>,
         hash: u64,
         identity: <M::Slot as SlotOps>::Identity,
         now: Q::Instant,
-    ) {
+    ) -> bool {
         let placement = self.table.place(hash);
         loop {
             let Some((slot, observed)) = self.table.find(placement, &identity) else {
-                return;
+                return false;
             };
             let applied = apply_to_slot(
                 operation,
@@ -285,8 +307,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                 0,
                 now,
             );
-            if applied.is_some() {
-                return;
+            if let Some(decision) = applied {
+                return decision.is_allowed();
             }
         }
     }

@@ -48,12 +48,14 @@
 //! chance of 1/256 (sliding) or 1/1024 (fixed), its old counts apply again for up to
 //! `backward_windows()` windows. Keys idle for less are correctly fresh.
 
+mod concurrency;
 mod fixed_window;
 mod gcra;
 mod reservable;
 mod sliding_window;
 mod window;
 
+pub(crate) use concurrency::Concurrency;
 pub use fixed_window::FixedWindow;
 pub use gcra::{Gcra, GcraInstant};
 pub use reservable::Reservable;
@@ -99,8 +101,9 @@ pub(crate) use private::Sealed;
 /// A rate-limiting algorithm and its quota: a pure function from (state word, now, cost) to
 /// (new state word, decision), plus the read-only views a [`Decision`](crate::Decision) needs.
 ///
-/// Implemented by [`Gcra`], [`SlidingWindow`] and [`FixedWindow`]; sealed, because limiters rely
-/// on the invariants below.
+/// Implemented by [`Gcra`], [`SlidingWindow`] and [`FixedWindow`] (and, inside the crate, by the
+/// per-key state of the keyed in-flight limiter, `src/quota/concurrency.rs`, which states how it
+/// keeps these invariants without time); sealed, because limiters rely on the invariants below.
 ///
 /// Invariants the limiters rely on (each implementation tests them):
 /// - a state equal to [`FRESH`](Self::FRESH) is a key never seen;

@@ -1,0 +1,474 @@
+//! The keyed in-flight limiter: at most N units in flight per key, on the keyed rate limiters'
+//! bounded table ([`KeyedInFlightLimiter`]).
+//!
+//! # How it is built
+//!
+//! Each key's state is one word of the keyed table ([`keyed`](crate::keyed)), handled by the
+//! table's slot protocol exactly as a rate limiter's: a crate-private quota, `Concurrency`
+//! (`src/quota/concurrency.rs`), packs the units in flight (low 24 bits) and a release count
+//! (high 40 bits, modulo 2^40). An acquire is the quota's step (in flight + units ≤ limit),
+//! applied by the shared compare-and-swap driver: the lock-free fast path for a key the table
+//! holds, the insert path (under the shard's insert lock) for a new key. A release is a
+//! crate-private operation (`Release`, `src/operation.rs`) that takes the units off the units
+//! in flight and adds them to the release count. The permit records its key as the table
+//! identifies it (the hash and identity words, as a reservation does for its cancellation) and
+//! releases by looking the key up again, never inserting it, then applying the release through
+//! the same guarded driver a cancellation uses, whose guard re-checks the slot's identity after
+//! every lost race.
+//!
+//! # Why a permit never releases into a slot reclaimed for another key
+//!
+//! 1. *The key's entry keeps its slot while any of its units are in flight.* A table reassigns
+//!    a slot only by reclaiming an entry equivalent to fresh, or by evicting one. Here fresh
+//!    means nothing in flight, and a [`WhenFull::EvictClosestToFresh`] limiter cannot be built
+//!    ([`KeyedInFlightError::EvictionNotSupported`]). A reclaim judges a word fresh and then
+//!    claims the slot with a compare-and-swap *from that word*; an acquire that landed in
+//!    between changed the word, so the claim fails and the inserter judges the slot again.
+//! 2. *So the release's lookup finds the permit's own entry*, with at least the permit's units
+//!    in flight, and the guarded driver applies the release to it. An identity match is
+//!    trusted only as the protocol trusts it (confirmed by the compare-and-swap).
+//! 3. *No acquire lands in another key's word.* An acquire that loaded its key's word, then lost
+//!    the slot to a reclaim, compare-and-swaps from the word it loaded; every word the new key
+//!    writes is greater than the reclaimed one (the new key's first word is stepped from it,
+//!    the release count carrying on, and acquires and releases only raise the word), so the
+//!    stale compare-and-swap fails: barring a wrap of the 40-bit release count (2^40 released
+//!    units on that slot) between that thread's load and its compare-and-swap. Without the
+//!    release count, an acquire and a release would return a word to an earlier value, and such
+//!    a stale acquire could succeed on another key's entry (an ABA); the loom models show both.
+//!
+//! A key the full table refused under [`WhenFull::Allow`] gets an *untracked* permit, counted
+//! nowhere, whose drop does nothing.
+//!
+//! [`WhenFull::EvictClosestToFresh`]: crate::WhenFull::EvictClosestToFresh
+//! [`KeyedInFlightError::EvictionNotSupported`]: super::KeyedInFlightError::EvictionNotSupported
+
+use super::keyed_error::{KeyedInFlightError, KeyedTryAcquireError};
+use super::keyed_permit::KeyedPermit;
+use super::{AboveLimit, Busy};
+use crate::clock::{Clock, Timestamp};
+use crate::keyed::{Exact, Hashed, KeyMode, KeyedLimiter, KeyedStats, WhenFull};
+use crate::operation::{Consume, Release};
+use crate::quota::{Concurrency, Quota};
+use crate::throttle::KeyIdentity;
+use core::fmt;
+use core::hash::Hash;
+use core::marker::PhantomData;
+
+/// The largest limit of a [`KeyedInFlightLimiter`]: 2^24 − 3 (16,777,213) units in flight per
+/// key (the state word keeps 24 bits for them, and its two largest values are the table's slot
+/// markers).
+pub const MAX_KEYED_IN_FLIGHT: u64 = (1 << 24) - 3;
+
+/// At most a limit of units in flight per key (per client, per upstream): a permit holds units
+/// of its key until it is dropped.
+///
+/// The keyed form of [`InFlightLimiter`](super::InFlightLimiter), on the bounded, sharded table
+/// of [`KeyedLimiter`] (the same sizing, memory and [`WhenFull`] policies). Acquiring for a key
+/// the table holds is lock-free (one compare-and-swap); a new key takes its shard's insert lock,
+/// as in a keyed rate limiter; a release looks its key up again and makes one compare-and-swap.
+/// An entry with nothing in flight is fresh: the table may reuse its slot for another key.
+///
+/// Differences from the direct limiter:
+/// - **No waits**: `try_acquire` and `try_acquire_many` only, answering now (no blocking or
+///   async acquire, no queue: nothing is kept for waiters).
+/// - **No `forget` / `add_permits`**: the limit is the same for every key and fixed at build.
+///   A forgotten permit would keep its key live for good, pinning a slot of the bounded table.
+/// - **No eviction**: a live entry holds units of running work, which an eviction would lose
+///   track of; building with [`WhenFull::EvictClosestToFresh`] is an error.
+/// - **Full table**: a new key whose slots all hold keys with units in flight is refused
+///   ([`KeyedTryAcquireError::TableFull`], under [`WhenFull::Deny`], the default) or admitted
+///   untracked ([`WhenFull::Allow`]: an [untracked](KeyedPermit::is_untracked) permit, counted
+///   nowhere).
+/// - **No retry-after**, as the direct limiter: [`Busy`] reports the limit, the key's units in
+///   flight, what remains and what was requested.
+///
+/// The module `src/inflight/keyed.rs` explains why a permit can never release into a slot that
+/// was reclaimed for another key (in these docs with `--document-private-items`).
+///
+/// ```
+/// use nanolimit::inflight::KeyedInFlightLimiter;
+///
+/// // At most 2 requests in flight per upstream host.
+/// let upstreams = KeyedInFlightLimiter::<str>::new(2, 1_000)?;
+/// let first = upstreams.try_acquire("db-1")?;
+/// let _second = upstreams.try_acquire("db-1")?;
+/// let busy = upstreams.try_acquire("db-1").unwrap_err().busy().unwrap();
+/// assert_eq!((busy.limit(), busy.in_flight(), busy.remaining()), (2, 2, 0));
+/// assert!(upstreams.try_acquire("db-2").is_ok()); // another key, its own limit
+/// drop(first);
+/// assert_eq!(upstreams.in_flight("db-1"), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct KeyedInFlightLimiter<K: ?Sized, M: KeyMode<K> = Hashed> {
+    table: KeyedLimiter<K, Concurrency, NoClock, M>,
+}
+
+/// A keyed in-flight limiter storing integer keys (up to 128 bits: IPv4, IPv6, `u64` ids)
+/// exactly (see [`Exact`]).
+///
+/// ```
+/// use nanolimit::inflight::{ExactKeyedInFlightLimiter, KeyedInFlightLimiter};
+/// use std::net::Ipv4Addr;
+///
+/// let per_client: ExactKeyedInFlightLimiter<Ipv4Addr> =
+///     KeyedInFlightLimiter::builder(4).capacity(10_000).exact_keys().build()?;
+/// let _permit = per_client.try_acquire(&Ipv4Addr::LOCALHOST)?;
+/// assert_eq!(per_client.remaining(&Ipv4Addr::LOCALHOST), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub type ExactKeyedInFlightLimiter<K> = KeyedInFlightLimiter<K, Exact>;
+
+impl<K: ?Sized, M: KeyMode<K>> fmt::Debug for KeyedInFlightLimiter<K, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedInFlightLimiter")
+            .field("limit", &self.limit())
+            .field("capacity", &self.capacity())
+            .field("shards", &self.shards())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Hash + ?Sized> KeyedInFlightLimiter<K, Hashed> {
+    /// A limiter of `max_in_flight` units per key, for up to `capacity` keys, with default
+    /// shards and [`WhenFull::Deny`]. An error for a limit of 0 or above
+    /// [`MAX_KEYED_IN_FLIGHT`], or a table that cannot be built.
+    ///
+    /// ```
+    /// use nanolimit::inflight::{KeyedInFlightError, KeyedInFlightLimiter};
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::new(8, 10_000)?;
+    /// assert_eq!(limiter.limit(), 8);
+    /// assert_eq!(
+    ///     KeyedInFlightLimiter::<u64>::new(0, 10_000).unwrap_err(),
+    ///     KeyedInFlightError::ZeroLimit
+    /// );
+    /// # Ok::<(), KeyedInFlightError>(())
+    /// ```
+    pub fn new(max_in_flight: u64, capacity: usize) -> Result<Self, KeyedInFlightError> {
+        Self::builder(max_in_flight).capacity(capacity).build()
+    }
+
+    /// A builder for a limiter of `max_in_flight` units per key, with the default capacity
+    /// ([`KeyedLimiter::DEFAULT_CAPACITY`]) and shards, [`WhenFull::Deny`] and [`Hashed`] keys.
+    /// The limit is checked by [`build`](KeyedInFlightLimiterBuilder::build).
+    pub fn builder(max_in_flight: u64) -> KeyedInFlightLimiterBuilder<K, Hashed> {
+        KeyedInFlightLimiterBuilder {
+            limit: max_in_flight,
+            capacity: KeyedLimiter::<K, Concurrency>::DEFAULT_CAPACITY,
+            shards: None,
+            when_full: WhenFull::Deny,
+            seed: None,
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
+    /// Takes one unit of `key` if it is free now: a permit, or why not ([`Busy`], or
+    /// [`TableFull`](KeyedTryAcquireError::TableFull) for a new key a full table refused; never
+    /// [`AboveLimit`](KeyedTryAcquireError::AboveLimit), the limit being at least 1).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u32>::new(1, 100)?;
+    /// let permit = limiter.try_acquire(&7)?;
+    /// assert!(limiter.try_acquire(&7).is_err());
+    /// drop(permit);
+    /// assert!(limiter.try_acquire(&7).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self, key: &K) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
+        self.try_take(key, 1)
+    }
+
+    /// Takes `units` of `key` at once if they are free now: all or nothing. A request above the
+    /// limit is [`KeyedTryAcquireError::AboveLimit`] (it could never pass); 0 units is an empty
+    /// permit (which touches nothing, and is not [untracked](KeyedPermit::is_untracked)).
+    ///
+    /// ```
+    /// use nanolimit::inflight::{AboveLimit, KeyedInFlightLimiter, KeyedTryAcquireError};
+    ///
+    /// let limiter = KeyedInFlightLimiter::<str>::new(5, 100)?;
+    /// let three = limiter.try_acquire_many("tenant-a", 3)?;
+    /// assert_eq!((three.units(), three.in_flight(), three.remaining()), (3, 3, 2));
+    /// let busy = limiter.try_acquire_many("tenant-a", 3).unwrap_err().busy().unwrap();
+    /// assert_eq!((busy.remaining(), busy.requested()), (2, 3));
+    /// assert_eq!(
+    ///     limiter.try_acquire_many("tenant-a", 6).unwrap_err(),
+    ///     KeyedTryAcquireError::AboveLimit(AboveLimit { units: 6, limit: 5 })
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_many(
+        &self,
+        key: &K,
+        units: u64,
+    ) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
+        let limit = self.limit();
+        if units > limit {
+            return Err(KeyedTryAcquireError::AboveLimit(AboveLimit {
+                units,
+                limit,
+            }));
+        }
+        if units == 0 {
+            return Ok(KeyedPermit::empty(self));
+        }
+        self.try_take(key, units)
+    }
+
+    /// The limit: the most units one key may have in flight.
+    pub fn limit(&self) -> u64 {
+        self.table.quota().limit()
+    }
+
+    /// Units `key`'s permits hold now: 0 for a key the table does not hold. Inserts nothing.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<str>::new(3, 100)?;
+    /// let _permit = limiter.try_acquire_many("a", 2)?;
+    /// assert_eq!((limiter.in_flight("a"), limiter.in_flight("b")), (2, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn in_flight(&self, key: &K) -> u64 {
+        Concurrency::in_flight(self.table.peek(key).state_word())
+    }
+
+    /// Units `key` could take now: the limit less its units in flight; for a key the table does
+    /// not hold, the limit if it would get a slot (or, under [`WhenFull::Allow`], an untracked
+    /// permit), else 0 (a full table would refuse it). Inserts nothing.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<str>::new(3, 100)?;
+    /// let _permit = limiter.try_acquire("a")?;
+    /// assert_eq!((limiter.remaining("a"), limiter.remaining("b")), (2, 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remaining(&self, key: &K) -> u64 {
+        self.table.peek(key).remaining()
+    }
+
+    /// How many live keys the table was sized for (as requested at construction).
+    pub fn capacity(&self) -> usize {
+        self.table.capacity()
+    }
+
+    /// How many slots the table has (see [`KeyedLimiter::slots`]).
+    pub fn slots(&self) -> usize {
+        self.table.slots()
+    }
+
+    /// The number of shards.
+    pub fn shards(&self) -> usize {
+        self.table.shards()
+    }
+
+    /// Total bytes the table occupies, fixed at construction.
+    pub fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+    }
+
+    /// Bytes per key of capacity, all overhead included, rounded to the nearest byte (the
+    /// keyed rate limiters' figures: 25.5 for [`Hashed`] keys, 31.25 for [`Exact`] ones).
+    pub fn bytes_per_key(&self) -> usize {
+        self.table.bytes_per_key()
+    }
+
+    /// How many slots hold an entry, with units in flight or fresh (entries are never removed,
+    /// only reused). Scans the whole table: for monitoring, not for the hot path.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::new(1, 1_000)?;
+    /// drop(limiter.try_acquire(&1)?);
+    /// assert_eq!((limiter.entries(), limiter.in_flight(&1)), (1, 0)); // fresh: reusable
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn entries(&self) -> usize {
+        self.table.entries()
+    }
+
+    /// Slow-path event counters of the table (never an eviction).
+    pub fn stats(&self) -> KeyedStats {
+        self.table.stats()
+    }
+
+    /// Takes `units` (1 to the limit) of `key`.
+    #[inline]
+    fn try_take(&self, key: &K, units: u64) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
+        let (decision, named) =
+            self.table
+                .decide_naming_key(Consume, key, self.table.quota(), units, ());
+        let in_flight = Concurrency::in_flight(decision.state_word());
+        match (decision.is_allowed(), decision.is_untracked()) {
+            (true, false) => Ok(KeyedPermit::tracked(self, named, units, in_flight)),
+            (true, true) => Ok(KeyedPermit::untracked(self, units)),
+            (false, false) => Err(KeyedTryAcquireError::Busy(Busy {
+                limit: self.limit(),
+                in_flight,
+                requested: units,
+                queued: false,
+            })),
+            (false, true) => Err(KeyedTryAcquireError::TableFull),
+        }
+    }
+
+    /// Gives back `units` a tracked permit of the key `named` holds: whether they were found
+    /// in flight there (always, unless an invariant of the module documentation is broken).
+    #[inline]
+    pub(super) fn release(&self, named: &KeyIdentity, units: u64) -> bool {
+        self.table.apply_for_named_key(Release { units }, named, ())
+    }
+}
+
+/// Builds a [`KeyedInFlightLimiter`]: limit, capacity, shards, full-table policy, hash seed and
+/// key mode (no clock: a concurrency limit has no time).
+///
+/// ```
+/// use nanolimit::inflight::KeyedInFlightLimiter;
+/// use nanolimit::WhenFull;
+///
+/// let limiter = KeyedInFlightLimiter::<str>::builder(16)
+///     .capacity(50_000)
+///     .shards(8)
+///     .when_full(WhenFull::Allow)
+///     .build()?;
+/// assert_eq!((limiter.limit(), limiter.shards()), (16, 8));
+/// # Ok::<(), nanolimit::inflight::KeyedInFlightError>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until built"]
+pub struct KeyedInFlightLimiterBuilder<K: ?Sized, M> {
+    limit: u64,
+    capacity: usize,
+    shards: Option<usize>,
+    when_full: WhenFull,
+    seed: Option<u64>,
+    marker: BuilderMarker<K, M>,
+}
+
+/// Ties a builder to its key type and key mode without owning either.
+type BuilderMarker<K, M> = PhantomData<(fn(&K), M)>;
+
+impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
+    /// How many live keys (keys with units in flight) the table is sized for (see
+    /// [`KeyedLimiterBuilder::capacity`](crate::KeyedLimiterBuilder::capacity)).
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// The number of shards, a power of two (see
+    /// [`KeyedLimiterBuilder::shards`](crate::KeyedLimiterBuilder::shards)).
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards);
+        self
+    }
+
+    /// What to do with a new key when every slot it may use holds a key with units in flight:
+    /// [`WhenFull::Deny`] (the default) or [`WhenFull::Allow`];
+    /// [`WhenFull::EvictClosestToFresh`] makes [`build`](Self::build) fail.
+    ///
+    /// ```
+    /// use nanolimit::inflight::{KeyedInFlightError, KeyedInFlightLimiter};
+    /// use nanolimit::WhenFull;
+    ///
+    /// let evicting = KeyedInFlightLimiter::<u64>::builder(4)
+    ///     .when_full(WhenFull::EvictClosestToFresh)
+    ///     .build();
+    /// assert_eq!(evicting.unwrap_err(), KeyedInFlightError::EvictionNotSupported);
+    /// ```
+    pub fn when_full(mut self, when_full: WhenFull) -> Self {
+        self.when_full = when_full;
+        self
+    }
+
+    /// Fixes the hash seed, for reproducible placement in tests (see
+    /// [`KeyedLimiterBuilder::seed`](crate::KeyedLimiterBuilder::seed): not in production).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// How keys are stored: [`Hashed`] (the default) or [`Exact`].
+    pub fn key_mode<M2>(self) -> KeyedInFlightLimiterBuilder<K, M2> {
+        KeyedInFlightLimiterBuilder {
+            limit: self.limit,
+            capacity: self.capacity,
+            shards: self.shards,
+            when_full: self.when_full,
+            seed: self.seed,
+            marker: PhantomData,
+        }
+    }
+
+    /// Shorthand for [`key_mode::<Exact>()`](Self::key_mode): integer keys up to 128 bits,
+    /// stored exactly.
+    pub fn exact_keys(self) -> KeyedInFlightLimiterBuilder<K, Exact> {
+        self.key_mode::<Exact>()
+    }
+
+    /// Checks the limit and the policy, then allocates the table (see
+    /// [`KeyedLimiterBuilder::build`](crate::KeyedLimiterBuilder::build)), or says why not.
+    ///
+    /// ```
+    /// use nanolimit::inflight::{KeyedInFlightError, KeyedInFlightLimiter, MAX_KEYED_IN_FLIGHT};
+    /// use nanolimit::TableError;
+    ///
+    /// let too_many = KeyedInFlightLimiter::<u64>::builder(MAX_KEYED_IN_FLIGHT + 1).build();
+    /// assert_eq!(
+    ///     too_many.unwrap_err(),
+    ///     KeyedInFlightError::LimitAboveMaximum { limit: MAX_KEYED_IN_FLIGHT + 1 }
+    /// );
+    /// let no_keys = KeyedInFlightLimiter::<u64>::builder(1).capacity(0).build();
+    /// assert_eq!(no_keys.unwrap_err(), KeyedInFlightError::Table(TableError::ZeroCapacity));
+    /// ```
+    pub fn build(self) -> Result<KeyedInFlightLimiter<K, M>, KeyedInFlightError>
+    where
+        K: Hash,
+        M: KeyMode<K>,
+    {
+        if self.limit == 0 {
+            return Err(KeyedInFlightError::ZeroLimit);
+        }
+        if self.limit > MAX_KEYED_IN_FLIGHT {
+            return Err(KeyedInFlightError::LimitAboveMaximum { limit: self.limit });
+        }
+        if self.when_full == WhenFull::EvictClosestToFresh {
+            return Err(KeyedInFlightError::EvictionNotSupported);
+        }
+        let mut builder = KeyedLimiter::<K, Concurrency>::builder(Concurrency::new(self.limit))
+            .capacity(self.capacity)
+            .when_full(self.when_full)
+            .clock(NoClock)
+            .key_mode::<M>();
+        if let Some(shards) = self.shards {
+            builder = builder.shards(shards);
+        }
+        if let Some(seed) = self.seed {
+            builder = builder.seed(seed);
+        }
+        Ok(KeyedInFlightLimiter {
+            table: builder.build()?,
+        })
+    }
+}
+
+/// The clock of the table: never read for a decision (the quota's instant is `()`); a peek
+/// reads it and gets the origin.
+#[derive(Debug, Clone, Copy)]
+struct NoClock;
+
+impl Clock for NoClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::ORIGIN
+    }
+}

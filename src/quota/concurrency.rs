@@ -1,0 +1,283 @@
+//! The keyed in-flight limiter's per-key state, as a (crate-private) quota: units in flight
+//! and a release counter in one word, so that the keyed table's slot protocol applies to it
+//! unchanged ([`KeyedInFlightLimiter`](crate::inflight::KeyedInFlightLimiter)).
+//!
+//! # State word
+//!
+//! | bits | field | meaning |
+//! |---|---|---|
+//! | 0..24 | `in_flight` | units held by the key's permits now |
+//! | 24..64 | `released` | units released in the slot since it was first assigned (a reclaiming key carries it on), modulo 2^40 |
+//!
+//! An acquire of `n` adds `n` to `in_flight` (the [`step`](Quota::step)); a release of `n`
+//! ([`Concurrency::release_step`]) subtracts `n` from `in_flight` and adds `n` to `released`,
+//! which adds `n · (2^24 − 1)` to the word. So every word written is numerically greater than
+//! the one it replaces, except when `released` wraps (after 2^40 released units), exactly as a
+//! fixed window's index wraps: the keyed protocol's ABA argument holds "barring a full wrap
+//! between one thread's load and its compare-and-swap", 2^40 releases of one key while a thread
+//! sits between the two.
+//!
+//! # The [`Quota`] invariants, for a quota without time
+//!
+//! Time plays no part: [`Instant`](Quota::Instant) is `()`, and every time-valued view is
+//! zero (no clock predicts when work ends; no limiter exposes these views: the keyed in-flight
+//! limiter never hands out a [`Decision`](crate::Decision), so neither the HTTP layer's
+//! `RateLimit-Policy` nor `Retry-After` can be asked of this quota).
+//!
+//! - [`FRESH`](Quota::FRESH) (0) is a key never seen: nothing in flight, nothing released.
+//! - `step` never panics or wraps, for any word and cost: it denies every cost above the limit,
+//!   and every word whose `in_flight` field is already above the limit (no limiter writes one).
+//! - A written word is strictly greater than the word it replaces (cost ≥ 1; no limiter writes a
+//!   zero-cost step, which would leave the word unchanged), barring the wrap of `released`
+//!   above. The invariant's second clause ("and than any word fresh at `now`") is about time,
+//!   which this quota does not have; what the keyed protocol needs of it is that a slot
+//!   reclaimed from a fresh word `w` gets a first word greater than `w`, and it does: the table
+//!   steps the new key's first word from the reclaimed word itself (`released` carries over),
+//!   so the new key's words all lie above `w` and every word its old key wrote.
+//! - A cost of at most the limit is always admitted on a fresh state (a word with nothing in
+//!   flight, whatever `released` holds).
+//! - The two slot markers, `u64::MAX` and `u64::MAX − 1`, have `in_flight` fields of 2^24 − 1
+//!   and 2^24 − 2; the limit is at most [`MAX_KEYED_IN_FLIGHT`] (2^24 − 3), so no word with at
+//!   most the limit in flight is either.
+//!
+//! [`is_fresh`](Quota::is_fresh) is "nothing in flight", and [`freshness_rank`] ranks a word by
+//! its units in flight: a table reclaims only entries with nothing in flight, and the keyed
+//! in-flight limiter refuses to be built with eviction, so an entry with units in flight keeps
+//! its slot until its permits are all released.
+//!
+//! [`freshness_rank`]: Quota::freshness_rank
+
+use super::{Quota, Sealed, Step};
+use crate::clock::Timestamp;
+use crate::error::QuotaError;
+use crate::inflight::MAX_KEYED_IN_FLIGHT;
+use core::time::Duration;
+
+/// Width of `in_flight`.
+const IN_FLIGHT_BITS: u32 = 24;
+/// Mask of `in_flight`.
+const IN_FLIGHT_MASK: u64 = (1 << IN_FLIGHT_BITS) - 1;
+/// One unit of `released`.
+const RELEASED_UNIT: u64 = 1 << IN_FLIGHT_BITS;
+
+// The largest limit leaves the two largest `in_flight` values, the slot markers', unreachable.
+const _: () = assert!(MAX_KEYED_IN_FLIGHT == IN_FLIGHT_MASK - 2);
+
+/// At most `limit` units in flight per key (see the [module](self) documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Concurrency {
+    limit: u64,
+}
+
+impl Concurrency {
+    /// The quota of `limit` units, which the caller has checked is in `1..=MAX_KEYED_IN_FLIGHT`.
+    pub(crate) const fn new(limit: u64) -> Self {
+        Concurrency { limit }
+    }
+
+    /// Units in flight in `state`.
+    #[inline]
+    pub(crate) const fn in_flight(state: u64) -> u64 {
+        state & IN_FLIGHT_MASK
+    }
+
+    /// The release of `units` held by a permit of the key whose word is `state`: `in_flight`
+    /// down by `units`, `released` up by as many (modulo 2^40). Denies (writes nothing) a word
+    /// with fewer units in flight than released, which only a release into another key's word
+    /// could meet: the keyed limiter treats that as a broken invariant.
+    #[inline]
+    pub(crate) const fn release_step(state: u64, units: u64) -> Step {
+        if units == 0 || units > IN_FLIGHT_MASK || Self::in_flight(state) < units {
+            return Step::Deny;
+        }
+        // Stays within `in_flight` (no borrow from `released`), then wraps `released` alone.
+        Step::Allow((state - units).wrapping_add(units * RELEASED_UNIT))
+    }
+}
+
+impl Sealed for Concurrency {
+    fn rebase(&self, base: &Concurrency) -> Result<Concurrency, QuotaError> {
+        // Units are units: any limit could share the state, but no limiter makes tiers of it.
+        let _ = base;
+        Ok(*self)
+    }
+
+    fn shares_units_with(&self, _base: &Concurrency) -> bool {
+        true
+    }
+}
+
+impl Quota for Concurrency {
+    type Instant = ();
+
+    #[inline]
+    fn instant(&self, _now: Timestamp) {}
+
+    #[inline]
+    fn step(&self, state: u64, _now: (), cost: u64) -> Step {
+        let in_flight = Self::in_flight(state);
+        // `in_flight <= limit` first, so the subtraction cannot wrap.
+        if in_flight <= self.limit && cost <= self.limit - in_flight {
+            // The sum stays within `in_flight`'s field: no carry into `released`.
+            Step::Allow(state + cost)
+        } else {
+            Step::Deny
+        }
+    }
+
+    #[inline]
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn remaining(&self, state: u64, _now: ()) -> u64 {
+        self.limit.saturating_sub(Self::in_flight(state))
+    }
+
+    /// Not defined: units free when work ends, which no clock predicts. Zero.
+    fn reset_after_ns(&self, _state: u64, _now: ()) -> u64 {
+        0
+    }
+
+    /// Not defined, as [`reset_after_ns`](Self::reset_after_ns). Zero.
+    fn retry_after_ns(&self, _state: u64, _now: (), _cost: u64) -> u64 {
+        0
+    }
+
+    /// Not defined: a concurrency limit applies at every instant, not over a window. Zero (no
+    /// `RateLimit-Policy` header is ever made from this quota: see the module documentation).
+    fn limit_window(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    #[inline]
+    fn is_fresh(&self, state: u64, _now: ()) -> bool {
+        Self::in_flight(state) == 0
+    }
+
+    #[inline]
+    fn freshness_rank(&self, state: u64, _now: ()) -> Option<u64> {
+        match Self::in_flight(state) {
+            0 => None,
+            in_flight => Some(in_flight),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keyed table's slot markers (`src/keyed/slot.rs`).
+    const VACANT: u64 = u64::MAX;
+    const RESERVED: u64 = u64::MAX - 1;
+
+    const QUOTA: Concurrency = Concurrency::new(5);
+
+    #[test]
+    fn acquires_count_up_to_the_limit_and_no_further() {
+        let Step::Allow(three) = QUOTA.step(Concurrency::FRESH, (), 3) else {
+            panic!("a fresh key admits up to its limit")
+        };
+        assert_eq!(Concurrency::in_flight(three), 3);
+        assert_eq!(QUOTA.step(three, (), 3), Step::Deny);
+        assert_eq!(QUOTA.step(three, (), 2), Step::Allow(5));
+        assert_eq!(QUOTA.step(5, (), 1), Step::Deny);
+        assert_eq!(QUOTA.step(0, (), 6), Step::Deny);
+        assert_eq!(QUOTA.remaining(three, ()), 2);
+        assert!(!QUOTA.is_fresh(three, ()));
+        assert_eq!(QUOTA.freshness_rank(three, ()), Some(3));
+    }
+
+    #[test]
+    fn a_release_lowers_in_flight_and_raises_the_word() {
+        let Step::Allow(released) = Concurrency::release_step(3, 2) else {
+            panic!("3 in flight release 2")
+        };
+        assert_eq!(Concurrency::in_flight(released), 1);
+        assert_eq!(released >> IN_FLIGHT_BITS, 2);
+        assert!(released > 3);
+        let Step::Allow(fresh) = Concurrency::release_step(released, 1) else {
+            panic!("1 in flight releases 1")
+        };
+        assert!(fresh > released && QUOTA.is_fresh(fresh, ()));
+        assert_eq!(QUOTA.freshness_rank(fresh, ()), None);
+        // An acquire from a fresh word keeps its release count: the word keeps growing.
+        assert_eq!(QUOTA.step(fresh, (), 1), Step::Allow(fresh + 1));
+        assert_eq!(Concurrency::release_step(fresh, 1), Step::Deny);
+        assert_eq!(Concurrency::release_step(3, 0), Step::Deny);
+    }
+
+    #[test]
+    fn the_release_count_wraps_alone_and_no_marker_is_ever_written() {
+        let limit = MAX_KEYED_IN_FLIGHT;
+        let quota = Concurrency::new(limit);
+        let top = u64::MAX - IN_FLIGHT_MASK; // `released` all ones, nothing in flight
+        let Step::Allow(full) = quota.step(top, (), limit) else {
+            panic!("a fresh word admits the limit")
+        };
+        assert!(full < RESERVED); // so below VACANT too
+        assert_eq!(Concurrency::in_flight(full), limit);
+        assert_eq!(quota.step(full, (), 1), Step::Deny);
+        // `released` wraps to 0 + (limit − 1); in flight: 1.
+        let Step::Allow(wrapped) = Concurrency::release_step(full, limit - 1) else {
+            panic!("releases what is in flight")
+        };
+        assert_eq!(Concurrency::in_flight(wrapped), 1);
+        assert_eq!(wrapped >> IN_FLIGHT_BITS, limit - 2);
+        // Markers and garbage words are denied, never wrapped.
+        for word in [VACANT, RESERVED, IN_FLIGHT_MASK] {
+            assert_eq!(quota.step(word, (), 1), Step::Deny);
+        }
+        assert_eq!(
+            Concurrency::release_step(full, IN_FLIGHT_MASK + 1),
+            Step::Deny
+        );
+    }
+
+    proptest::proptest! {
+        /// For any word, limit and units: no panic, no wrap; an admitted or released word is
+        /// greater than the one it replaces (unless `released` wraps), within the limit, and
+        /// never a slot marker.
+        #[test]
+        fn steps_never_wrap_shrink_or_write_a_marker(
+            word in proptest::prelude::any::<u64>(),
+            limit in 1..=MAX_KEYED_IN_FLIGHT,
+            units in 0..=IN_FLIGHT_MASK + 2,
+        ) {
+            let quota = Concurrency::new(limit);
+            if let Step::Allow(next) = quota.step(word, (), units) {
+                proptest::prop_assert!(Concurrency::in_flight(next) <= limit);
+                proptest::prop_assert!(units == 0 || next > word);
+                proptest::prop_assert!(next < RESERVED);
+                proptest::prop_assert_eq!(next >> IN_FLIGHT_BITS, word >> IN_FLIGHT_BITS);
+            } else {
+                proptest::prop_assert!(
+                    units > limit || Concurrency::in_flight(word) + units > limit
+                );
+            }
+            if let Step::Allow(next) = Concurrency::release_step(word, units) {
+                proptest::prop_assert_eq!(
+                    Concurrency::in_flight(next),
+                    Concurrency::in_flight(word) - units
+                );
+                let released = (word >> IN_FLIGHT_BITS) + units;
+                proptest::prop_assert_eq!(next >> IN_FLIGHT_BITS, released % (1 << 40));
+                proptest::prop_assert!(next > word || released >= 1 << 40);
+                proptest::prop_assert!(
+                    Concurrency::in_flight(word) > limit || next < RESERVED
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn time_plays_no_part() {
+        let quota = Concurrency::new(1);
+        assert_eq!(quota.limit_window(), Duration::ZERO);
+        assert_eq!(quota.reset_after_ns(1, ()), 0);
+        assert_eq!(quota.retry_after_ns(1, (), 1), 0);
+        assert_eq!(quota.rebase(&Concurrency::new(7)), Ok(quota));
+        assert!(quota.shares_units_with(&Concurrency::new(7)));
+    }
+}
