@@ -345,6 +345,39 @@ fn threads_on_a_frozen_clock_admit_exactly_the_limit() {
     }
 }
 
+/// Window after window on a frozen clock per window: each round the threads together ask for
+/// exactly the limit at an instant when every earlier unit has left, so every check must pass.
+/// The checks read the previous window's records while other threads write the next lap's
+/// over them (a check that judged such a record as its position's would wrongly deny).
+#[test]
+fn threads_admit_the_whole_limit_window_after_window() {
+    let window_ns = 1_000;
+    for (limit, threads) in [(2u64, 2u64), (4, 2), (16, 4), (12, 3)] {
+        let quota = SlidingLog::new(limit, Duration::from_nanos(window_ns)).unwrap();
+        let limiter = Arc::new(SlidingLogLimiter::with_clock(quota, ManualClock::new()).unwrap());
+        let barrier = Arc::new(Barrier::new(threads as usize));
+        let rounds = 3_000u64;
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (limiter, barrier) = (limiter.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut denied = 0u64;
+                    for round in 0..rounds {
+                        barrier.wait();
+                        let now = at(SECOND_NS + round * window_ns);
+                        for _ in 0..limit / threads {
+                            denied += u64::from(limiter.check_at(now).is_denied());
+                        }
+                    }
+                    denied
+                })
+            })
+            .collect();
+        let denied: u64 = workers.into_iter().map(|worker| worker.join().unwrap()).sum();
+        assert_eq!(denied, 0, "limit {limit}, {threads} threads: {denied} checks denied");
+    }
+}
+
 /// Threads reading a shared clock that moves (and whose readings reach the log out of order):
 /// in any window of the times the decisions were judged at, at most the limit is admitted.
 #[test]

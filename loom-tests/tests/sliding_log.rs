@@ -89,6 +89,19 @@ fn model(
     plans: Vec<Vec<Check>>,
     then: fn(&SlidingLogLimiter<ManualClock>, &[Vec<Outcome>]),
 ) {
+    model_after(name, limit, 0, plans, then);
+}
+
+/// As [`model`], on a log whose first `prefill` units were admitted at 0, one by one, before the
+/// threads start: their records are in the ring, so checks read them (a fresh log's checks
+/// read only empty slots until it has admitted its limit).
+fn model_after(
+    name: &str,
+    limit: u64,
+    prefill: u64,
+    plans: Vec<Vec<Check>>,
+    then: fn(&SlidingLogLimiter<ManualClock>, &[Vec<Outcome>]),
+) {
     let preemption_bound = match plans.iter().map(Vec::len).max() {
         Some(1) => UNREACHED_PREEMPTION_BOUND,
         _ => TWO_REQUESTS_ON_A_THREAD,
@@ -96,6 +109,9 @@ fn model(
     explore(name, preemption_bound, move || {
         let quota = SlidingLog::new(limit, Duration::from_nanos(WINDOW_NS)).unwrap();
         let limiter = Arc::new(SlidingLogLimiter::with_clock(quota, ManualClock::new()).unwrap());
+        for _ in 0..prefill {
+            assert!(limiter.check_at(at(0)).is_allowed());
+        }
         let outcomes = run_concurrently(ModelThread::OnlyJoins, &limiter, plans.clone(), perform);
         assert_no_window_holds_more_than(limit, &outcomes);
         then(&limiter, &outcomes);
@@ -205,5 +221,43 @@ fn requests_of_two_units_wrapping_the_ring() {
                 "nothing passed at 10 though the window was empty: {outcomes:?}"
             );
         },
+    );
+}
+
+/// Requests that all fit at 10, after a full window of units at 0 (all left by 10): every one
+/// is admitted. A check that reads the unit that must leave after another request has written
+/// the next lap's record over it (the ring is the limit's size) must not deny on that record.
+fn everything_fits_after_a_full_old_window(
+    _: &SlidingLogLimiter<ManualClock>,
+    outcomes: &[Vec<Outcome>],
+) {
+    assert!(
+        outcomes.iter().flatten().all(|outcome| outcome.allowed),
+        "a request that fitted was denied: {outcomes:?}"
+    );
+}
+
+/// Two unit checks at 10 on a limit of two whose two units were admitted at 0.
+#[test]
+fn two_unit_checks_after_a_full_window_on_a_limit_of_two() {
+    model_after(
+        "sliding log: two unit checks after a full window, limit 2",
+        2,
+        2,
+        vec![checks(&[(1, 10)]), checks(&[(1, 10)])],
+        everything_fits_after_a_full_old_window,
+    );
+}
+
+/// A request of two units and a unit check at 10 on a limit of three (a ring of four slots)
+/// whose three units were admitted at 0.
+#[test]
+fn two_units_and_one_after_a_full_window_on_a_limit_of_three() {
+    model_after(
+        "sliding log: 2 units and 1 unit after a full window, limit 3",
+        3,
+        3,
+        vec![checks(&[(2, 10)]), checks(&[(1, 10)])],
+        everything_fits_after_a_full_old_window,
     );
 }

@@ -38,7 +38,8 @@ impl std::error::Error for AllocationError {}
 /// An exact sliding-log limiter: at most `L` units in any window of length `W`, one log shared
 /// by every caller (see the [module](super) for the rule and the protocol).
 ///
-/// Lock-free; a denial writes nothing; no allocation after construction. Share it between
+/// Lock-free; a denial records nothing (it writes only to help finish another thread's
+/// half-written request); no allocation after construction. Share it between
 /// threads by reference or in an [`Arc`](std::sync::Arc).
 ///
 /// | operation | shorthand | packet-loop form | full form |

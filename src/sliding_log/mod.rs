@@ -29,7 +29,7 @@
 //!
 //! A ring of `L` (rounded up to a power of two) 8-byte records, and one word naming the
 //! position of the next request; a check reads three records and that word, an admission is
-//! one compare-and-swap on a record and one on the word, a denial writes nothing, and nothing
+//! one compare-and-swap on a record and one on the word, a denial records nothing, and nothing
 //! allocates after construction. A thread that finds a request half written finishes it, so no
 //! thread waits for another. The protocol and why it is exact are in `ring.rs`; the record's
 //! bit layout in `record.rs`.

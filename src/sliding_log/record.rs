@@ -11,9 +11,9 @@
 //! [`stamp_of`] clamps the last two readings (after 18.3 years of uptime) to the last time
 //! it holds, which judges them 2 ns earlier.
 //!
-//! A slot's successive records have strictly increasing stamps: a record replaces one whose unit
-//! left the window at least one window (≥ 1 ns) earlier. So a slot never holds the same word
-//! twice, and a compare-and-swap from a word read earlier succeeds only if nobody wrote the slot
+//! A slot's successive records have strictly increasing stamps: a record replaces one whose time
+//! is at least one window (≥ 1 ns) before the new record's (it has left the window). So a slot
+//! never holds the same word twice, and a compare-and-swap from a word read earlier succeeds only if nobody wrote the slot
 //! since (no ABA).
 
 /// Bits of the stamp field.

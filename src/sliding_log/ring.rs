@@ -19,10 +19,14 @@
 //! 3. Read position `k + n − 1 − L`'s record: the request fits iff that unit has left the window
 //!    `(now − W, now]` (or never existed). Times are sorted, so that unit having left means at
 //!    most `L − n` units are still in the window.
-//! 4. Load `next` again. If it is still `k`, it was `k` throughout, and the records read in 2
-//!    and 3 were those of their positions (the slots they live in are not rewritten while `next`
-//!    is `k`): the view was a snapshot. Else start again.
-//! 5. A denial writes nothing. An admission compare-and-swaps slot `k` from the word read in 1
+//! 4. The records read in 2 and 3 must carry their positions' parity, and `next` must still be
+//!    `k` when loaded again: then it was `k` throughout, and the view was a snapshot of the log
+//!    as it was when slot `k` was read in 1. Else start again. (While `next` is `k`, a request
+//!    that started at `k` after step 1 writes its units over the slots of positions `k − R` to
+//!    `k + n − 1 − R`, among them, when `R` is small, the records 2 and 3 read: those carry the
+//!    next lap's parity, which is how the check sees that its view mixes two moments.)
+//! 5. A denial records nothing (it may have helped finish another thread's request in 1). An
+//!    admission compare-and-swaps slot `k` from the word read in 1
 //!    (position `k − R`'s record) to position `k`'s, whose `rest` field says how many units
 //!    follow: that CAS admits the whole request. It then writes the other `n − 1` records (as
 //!    any helper would) and advances `next` to `k + n` by CAS; a lost CAS there means a helper
@@ -40,8 +44,10 @@
 //!   the position's request start, after the slot was read, so no write acts on a slot read on a
 //!   later lap.
 //! - Position `k` is written once (the first CAS from `k − R`'s record wins), and `next` passes
-//!   `k` only once its request is fully written, so `next = k` and a view of positions before `k`
-//!   decide exactly as the reference log would on the same units.
+//!   `k` only once its request is fully written. While `next` is `k`, the slot of a position
+//!   before `k` changes only when a request started at `k` writes the next lap's record over it,
+//!   which step 4 detects by parity; so a view that passes step 4 holds the records of the
+//!   positions it read, and decides exactly as the reference log would on the same units.
 
 use super::record::{self, MAX_UNITS_PER_REQUEST};
 use crate::sync::{AtomicU64, Ordering};
@@ -158,19 +164,29 @@ impl Ring {
                 continue;
             }
             let view = self.view(start, cost, reading_ns, limit, window_ns);
-            if self.load_next() == start {
-                return Snapshot { start, head, view };
+            if let Some(view) = view {
+                if self.load_next() == start {
+                    return Snapshot { start, head, view };
+                }
             }
         }
     }
 
     /// Steps 2 and 3 of a check starting at `start` (valid only if `next` is still `start`
-    /// afterwards).
+    /// afterwards). `None` if a record read is already a lap ahead of its position: a request
+    /// started at `start` since `head` was read, and is writing its units over them.
     #[inline]
-    fn view(&self, start: u64, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
-        let latest = match start {
-            0 => record::EMPTY,
-            _ => self.load_slot(start - 1),
+    fn view(
+        &self,
+        start: u64,
+        cost: u64,
+        reading_ns: u64,
+        limit: u64,
+        window_ns: u64,
+    ) -> Option<View> {
+        let latest = match start.checked_sub(1) {
+            Some(position) => self.read(position)?,
+            None => record::EMPTY,
         };
         let now_ns = match record::time_ns(latest) {
             Some(latest_ns) => record::stamp_of(reading_ns).max(latest_ns),
@@ -178,16 +194,24 @@ impl Ring {
         };
         // The unit that must have left: `cost` ≤ `limit`, so it is before `start`.
         let must_leave = match (start + cost).checked_sub(limit + 1) {
-            Some(position) if cost > 0 => self.load_slot(position),
+            Some(position) if cost > 0 => self.read(position)?,
             _ => record::EMPTY,
         };
         let retry_after_ns = record::leaves_after_ns(must_leave, window_ns, now_ns);
-        View {
+        Some(View {
             fits: retry_after_ns == 0,
             now_ns,
             retry_after_ns,
             reset_after_ns: record::leaves_after_ns(latest, window_ns, now_ns),
-        }
+        })
+    }
+
+    /// The record of `position` (one before `next`), or `None` if its slot already holds the
+    /// record of the position a lap after it.
+    #[inline]
+    fn read(&self, position: u64) -> Option<u64> {
+        let word = self.load_slot(position);
+        record::holds(word, position, self.ring_bits).then_some(word)
     }
 
     /// Writes the units that follow the first record `first` of the request started at
@@ -221,9 +245,10 @@ impl Ring {
     /// Replaces `position`'s slot's `observed` word with `record`; false if the slot changed.
     #[inline]
     fn write(&self, position: u64, observed: u64, record: u64) -> bool {
-        // ORDERING: AcqRel. Release publishes the record to the Acquire loads of helpers and
-        // later checks; Acquire orders it after the loads this thread's decision was made on.
-        // Failure Relaxed: the caller reloads.
+        // ORDERING: AcqRel. Release publishes the record, and everything this thread did before
+        // it, to the Acquire loads of helpers and later checks. Acquire is not needed for the
+        // decision (its loads were Acquire), but keeps a successful write ordered like the
+        // driver's. Failure Relaxed: the caller reloads.
         self.slot(position)
             .compare_exchange(observed, record, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
