@@ -74,8 +74,8 @@ impl<Q: Reservable> Operation<Q> for GiveBack {
     }
 }
 
-/// A keyed in-flight permit's release: `units` leave the key's units in flight (and join its
-/// release count, so the word still grows; see `Concurrency::release_step`). Applied only
+/// A keyed in-flight permit's release: `units` leave the key's units in flight, and its count
+/// of releases goes up by one, so the word still grows (see `Concurrency::release_step`). Applied only
 /// through the keyed table's guarded driver, to the slot a fresh lookup finds holding the
 /// permit's key, never inserting it.
 #[derive(Debug, Clone, Copy)]

@@ -373,8 +373,14 @@ fn threads_admit_the_whole_limit_window_after_window() {
                 })
             })
             .collect();
-        let denied: u64 = workers.into_iter().map(|worker| worker.join().unwrap()).sum();
-        assert_eq!(denied, 0, "limit {limit}, {threads} threads: {denied} checks denied");
+        let denied: u64 = workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap())
+            .sum();
+        assert_eq!(
+            denied, 0,
+            "limit {limit}, {threads} threads: {denied} checks denied"
+        );
     }
 }
 

@@ -10,7 +10,7 @@
 //! applied by the shared compare-and-swap driver: the lock-free fast path for a key the table
 //! holds, the insert path (under the shard's insert lock) for a new key. A release is a
 //! crate-private operation (`Release`, `src/operation.rs`) that takes the units off the units
-//! in flight and adds them to the release count. The permit records its key as the table
+//! in flight and adds one to the release count. The permit records its key as the table
 //! identifies it (the hash and identity words, as a reservation does for its cancellation) and
 //! releases by looking the key up again, never inserting it, then applying the release through
 //! the same guarded driver a cancellation uses, whose guard re-checks the slot's identity after
@@ -31,13 +31,19 @@
 //!    the slot to a reclaim, compare-and-swaps from the word it loaded; every word the new key
 //!    writes is greater than the reclaimed one (the new key's first word is stepped from it,
 //!    the release count carrying on, and acquires and releases only raise the word), so the
-//!    stale compare-and-swap fails: barring a wrap of the 40-bit release count (2^40 released
-//!    units on that slot) between that thread's load and its compare-and-swap. Without the
+//!    stale compare-and-swap fails: barring a wrap of the 40-bit release count (2^40 releases
+//!    in that slot, whatever their sizes) between that thread's load and its compare-and-swap. Without the
 //!    release count, an acquire and a release would return a word to an earlier value, and such
 //!    a stale acquire could succeed on another key's entry (an ABA); the loom models show both.
 //!
 //! A key the full table refused under [`WhenFull::Allow`] gets an *untracked* permit, counted
-//! nowhere, whose drop does nothing.
+//! nowhere, whose drop does nothing: while the table stays full, such a key has no limit at all
+//! (fail open), and once it gets an entry its untracked permits are not counted in it.
+//!
+//! With [`Hashed`] keys (the default) the table identifies a key by its 64-bit hash: two keys
+//! whose hashes are equal share one entry, so one limit of units in flight, as they share one
+//! state in a keyed rate limiter (see the [`keyed`](crate::keyed) module's "Key identity and
+//! collisions"). Use [`Exact`] keys where that must never happen.
 //!
 //! [`WhenFull::EvictClosestToFresh`]: crate::WhenFull::EvictClosestToFresh
 //! [`KeyedInFlightError::EvictionNotSupported`]: super::KeyedInFlightError::EvictionNotSupported
@@ -78,7 +84,10 @@ pub const MAX_KEYED_IN_FLIGHT: u64 = (1 << 24) - 3;
 /// - **Full table**: a new key whose slots all hold keys with units in flight is refused
 ///   ([`KeyedTryAcquireError::TableFull`], under [`WhenFull::Deny`], the default) or admitted
 ///   untracked ([`WhenFull::Allow`]: an [untracked](KeyedPermit::is_untracked) permit, counted
-///   nowhere).
+///   nowhere: while the table stays full such a key has no limit, which is what failing open
+///   means).
+/// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
+///   hashes share one entry and one limit, as in [`KeyedLimiter`]; [`Exact`] keys never do.
 /// - **No retry-after**, as the direct limiter: [`Busy`] reports the limit, the key's units in
 ///   flight, what remains and what was requested.
 ///

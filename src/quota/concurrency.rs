@@ -7,15 +7,17 @@
 //! | bits | field | meaning |
 //! |---|---|---|
 //! | 0..24 | `in_flight` | units held by the key's permits now |
-//! | 24..64 | `released` | units released in the slot since it was first assigned (a reclaiming key carries it on), modulo 2^40 |
+//! | 24..64 | `released` | releases in the slot since it was first assigned (a reclaiming key carries the count on), modulo 2^40 |
 //!
 //! An acquire of `n` adds `n` to `in_flight` (the [`step`](Quota::step)); a release of `n`
-//! ([`Concurrency::release_step`]) subtracts `n` from `in_flight` and adds `n` to `released`,
-//! which adds `n · (2^24 − 1)` to the word. So every word written is numerically greater than
-//! the one it replaces, except when `released` wraps (after 2^40 released units), exactly as a
+//! ([`Concurrency::release_step`]) subtracts `n` from `in_flight` and adds one to `released`,
+//! which adds `2^24 − n` (at least 3) to the word. So every word written is numerically greater
+//! than the one it replaces, except when `released` wraps (after 2^40 releases), exactly as a
 //! fixed window's index wraps: the keyed protocol's ABA argument holds "barring a full wrap
-//! between one thread's load and its compare-and-swap", 2^40 releases of one key while a thread
-//! sits between the two.
+//! between one thread's load and its compare-and-swap", 2^40 releases in the slot while a
+//! thread sits between the two. `released` counts releases, not units: counting units, a key
+//! whose permits each hold 2^24 − 3 units would wrap it after 65,537 releases, milliseconds of
+//! traffic, and a stalled acquire could then land in another key's entry.
 //!
 //! # The [`Quota`] invariants, for a quota without time
 //!
@@ -82,7 +84,7 @@ impl Concurrency {
     }
 
     /// The release of `units` held by a permit of the key whose word is `state`: `in_flight`
-    /// down by `units`, `released` up by as many (modulo 2^40). Denies (writes nothing) a word
+    /// down by `units`, `released` up by one (modulo 2^40). Denies (writes nothing) a word
     /// with fewer units in flight than released, which only a release into another key's word
     /// could meet: the keyed limiter treats that as a broken invariant.
     #[inline]
@@ -91,7 +93,7 @@ impl Concurrency {
             return Step::Deny;
         }
         // Stays within `in_flight` (no borrow from `released`), then wraps `released` alone.
-        Step::Allow((state - units).wrapping_add(units * RELEASED_UNIT))
+        Step::Allow((state - units).wrapping_add(RELEASED_UNIT))
     }
 }
 
@@ -195,7 +197,7 @@ mod tests {
             panic!("3 in flight release 2")
         };
         assert_eq!(Concurrency::in_flight(released), 1);
-        assert_eq!(released >> IN_FLIGHT_BITS, 2);
+        assert_eq!(released >> IN_FLIGHT_BITS, 1);
         assert!(released > 3);
         let Step::Allow(fresh) = Concurrency::release_step(released, 1) else {
             panic!("1 in flight releases 1")
@@ -206,6 +208,26 @@ mod tests {
         assert_eq!(QUOTA.step(fresh, (), 1), Step::Allow(fresh + 1));
         assert_eq!(Concurrency::release_step(fresh, 1), Step::Deny);
         assert_eq!(Concurrency::release_step(3, 0), Step::Deny);
+    }
+
+    /// Releases of the largest permits still take 2^40 releases to wrap the count: the word
+    /// after 65,537 of them (2^40 units at most) is still above every earlier one.
+    #[test]
+    fn the_release_count_counts_releases_not_units() {
+        let limit = MAX_KEYED_IN_FLIGHT;
+        let quota = Concurrency::new(limit);
+        let mut word = Concurrency::FRESH;
+        for _ in 0..65_537 {
+            let Step::Allow(held) = quota.step(word, (), limit) else {
+                panic!("a fresh word admits the limit")
+            };
+            let Step::Allow(released) = Concurrency::release_step(held, limit) else {
+                panic!("releases what is in flight")
+            };
+            assert!(held > word && released > held);
+            word = released;
+        }
+        assert_eq!(word >> IN_FLIGHT_BITS, 65_537);
     }
 
     #[test]
@@ -219,12 +241,12 @@ mod tests {
         assert!(full < RESERVED); // so below VACANT too
         assert_eq!(Concurrency::in_flight(full), limit);
         assert_eq!(quota.step(full, (), 1), Step::Deny);
-        // `released` wraps to 0 + (limit − 1); in flight: 1.
+        // `released` wraps to 0; in flight: 1.
         let Step::Allow(wrapped) = Concurrency::release_step(full, limit - 1) else {
             panic!("releases what is in flight")
         };
         assert_eq!(Concurrency::in_flight(wrapped), 1);
-        assert_eq!(wrapped >> IN_FLIGHT_BITS, limit - 2);
+        assert_eq!(wrapped >> IN_FLIGHT_BITS, 0);
         // Markers and garbage words are denied, never wrapped.
         for word in [VACANT, RESERVED, IN_FLIGHT_MASK] {
             assert_eq!(quota.step(word, (), 1), Step::Deny);
@@ -261,7 +283,7 @@ mod tests {
                     Concurrency::in_flight(next),
                     Concurrency::in_flight(word) - units
                 );
-                let released = (word >> IN_FLIGHT_BITS) + units;
+                let released = (word >> IN_FLIGHT_BITS) + 1;
                 proptest::prop_assert_eq!(next >> IN_FLIGHT_BITS, released % (1 << 40));
                 proptest::prop_assert!(next > word || released >= 1 << 40);
                 proptest::prop_assert!(
