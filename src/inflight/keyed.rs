@@ -52,13 +52,14 @@ use super::keyed_error::{KeyedInFlightError, KeyedTryAcquireError};
 use super::keyed_permit::KeyedPermit;
 use super::{AboveLimit, Busy};
 use crate::clock::{Clock, Timestamp};
-use crate::keyed::{Exact, Hashed, KeyMode, KeyedLimiter, KeyedStats, WhenFull};
+use crate::keyed::{
+    Exact, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, WhenFull,
+};
 use crate::operation::{Consume, Release};
 use crate::quota::{Concurrency, Quota};
 use crate::throttle::KeyIdentity;
 use core::fmt;
 use core::hash::Hash;
-use core::marker::PhantomData;
 
 /// The largest limit of a [`KeyedInFlightLimiter`]: 2^24 − 3 (16,777,213) units in flight per
 /// key (the state word keeps 24 bits for them, and its two largest values are the table's slot
@@ -163,11 +164,7 @@ impl<K: Hash + ?Sized> KeyedInFlightLimiter<K, Hashed> {
     pub fn builder(max_in_flight: u64) -> KeyedInFlightLimiterBuilder<K, Hashed> {
         KeyedInFlightLimiterBuilder {
             limit: max_in_flight,
-            capacity: KeyedLimiter::<K, Concurrency>::DEFAULT_CAPACITY,
-            shards: None,
-            when_full: WhenFull::Deny,
-            seed: None,
-            marker: PhantomData,
+            table: KeyedLimiterBuilder::with_defaults(Concurrency::new(max_in_flight), NoClock),
         }
     }
 }
@@ -357,28 +354,22 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
 #[must_use = "a builder does nothing until built"]
 pub struct KeyedInFlightLimiterBuilder<K: ?Sized, M> {
     limit: u64,
-    capacity: usize,
-    shards: Option<usize>,
-    when_full: WhenFull,
-    seed: Option<u64>,
-    marker: BuilderMarker<K, M>,
+    /// The table's options, checked and applied by [`build`](Self::build).
+    table: KeyedLimiterBuilder<K, Concurrency, NoClock, M>,
 }
-
-/// Ties a builder to its key type and key mode without owning either.
-type BuilderMarker<K, M> = PhantomData<(fn(&K), M)>;
 
 impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
     /// How many live keys (keys with units in flight) the table is sized for (see
     /// [`KeyedLimiterBuilder::capacity`](crate::KeyedLimiterBuilder::capacity)).
     pub fn capacity(mut self, capacity: usize) -> Self {
-        self.capacity = capacity;
+        self.table = self.table.capacity(capacity);
         self
     }
 
     /// The number of shards, a power of two (see
     /// [`KeyedLimiterBuilder::shards`](crate::KeyedLimiterBuilder::shards)).
     pub fn shards(mut self, shards: usize) -> Self {
-        self.shards = Some(shards);
+        self.table = self.table.shards(shards);
         self
     }
 
@@ -396,14 +387,14 @@ impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
     /// assert_eq!(evicting.unwrap_err(), KeyedInFlightError::EvictionNotSupported);
     /// ```
     pub fn when_full(mut self, when_full: WhenFull) -> Self {
-        self.when_full = when_full;
+        self.table = self.table.when_full(when_full);
         self
     }
 
     /// Fixes the hash seed, for reproducible placement in tests (see
     /// [`KeyedLimiterBuilder::seed`](crate::KeyedLimiterBuilder::seed): not in production).
     pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
+        self.table = self.table.seed(seed);
         self
     }
 
@@ -411,11 +402,7 @@ impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
     pub fn key_mode<M2>(self) -> KeyedInFlightLimiterBuilder<K, M2> {
         KeyedInFlightLimiterBuilder {
             limit: self.limit,
-            capacity: self.capacity,
-            shards: self.shards,
-            when_full: self.when_full,
-            seed: self.seed,
-            marker: PhantomData,
+            table: self.table.key_mode::<M2>(),
         }
     }
 
@@ -451,22 +438,11 @@ impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
         if self.limit > MAX_KEYED_IN_FLIGHT {
             return Err(KeyedInFlightError::LimitAboveMaximum { limit: self.limit });
         }
-        if self.when_full == WhenFull::EvictClosestToFresh {
+        if self.table.when_full_policy() == WhenFull::EvictClosestToFresh {
             return Err(KeyedInFlightError::EvictionNotSupported);
         }
-        let mut builder = KeyedLimiter::<K, Concurrency>::builder(Concurrency::new(self.limit))
-            .capacity(self.capacity)
-            .when_full(self.when_full)
-            .clock(NoClock)
-            .key_mode::<M>();
-        if let Some(shards) = self.shards {
-            builder = builder.shards(shards);
-        }
-        if let Some(seed) = self.seed {
-            builder = builder.seed(seed);
-        }
         Ok(KeyedInFlightLimiter {
-            table: builder.build()?,
+            table: self.table.build()?,
         })
     }
 }

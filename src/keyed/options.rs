@@ -165,12 +165,20 @@ impl<K: Hash + ?Sized, Q: Quota> KeyedLimiter<K, Q, QuantaClock, Hashed> {
     /// A builder with the default capacity, shards, clock, [`WhenFull::Deny`] and [`Hashed`]
     /// keys.
     pub fn builder(quota: Q) -> KeyedLimiterBuilder<K, Q, QuantaClock, Hashed> {
+        KeyedLimiterBuilder::with_defaults(quota, QuantaClock::new())
+    }
+}
+
+impl<K: ?Sized, Q: Quota, C: Clock> KeyedLimiterBuilder<K, Q, C, Hashed> {
+    /// The defaults of [`KeyedLimiter::builder`] on `clock`: for limiters built on the table
+    /// (the keyed in-flight limiter), whose keys need not be `Hash` until they pick a mode.
+    pub(crate) fn with_defaults(quota: Q, clock: C) -> Self {
         KeyedLimiterBuilder {
             quota,
-            capacity: Self::DEFAULT_CAPACITY,
+            capacity: KeyedLimiter::<u64, Q>::DEFAULT_CAPACITY,
             shards: None,
             when_full: WhenFull::Deny,
-            clock: QuantaClock::new(),
+            clock,
             seed: None,
             marker: PhantomData,
         }
@@ -201,6 +209,11 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
     pub fn when_full(mut self, when_full: WhenFull) -> Self {
         self.when_full = when_full;
         self
+    }
+
+    /// The full-table policy set so far (for limiters that refuse some policies).
+    pub(crate) fn when_full_policy(&self) -> WhenFull {
+        self.when_full
     }
 
     /// Fixes the hash seed, for reproducible placement in tests and simulations. By default each
