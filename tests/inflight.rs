@@ -269,10 +269,12 @@ fn a_waiting_large_request_is_served_before_a_later_small_one() {
     let order = std::sync::Mutex::new(Vec::new());
     let mut try_while_queued = None;
     thread::scope(|scope| {
+        // The permit is returned, not dropped: were the thread to drop it on return, the small
+        // request could be served before the assertions below read the counts.
         let large = scope.spawn(|| {
             let permit = limiter.acquire_many(3).unwrap();
             order.lock().unwrap().push(3);
-            permit.units()
+            permit
         });
         until_waiters(&limiter, 1);
         let small = scope.spawn(|| {
@@ -292,9 +294,12 @@ fn a_waiting_large_request_is_served_before_a_later_small_one() {
         drop(held.pop());
         drop(held.pop());
         assert_eq!((limiter.waiters(), limiter.in_flight()), (1, 4));
-        assert_eq!(large.join().unwrap(), 3);
+        let large_permit = large.join().unwrap();
+        assert_eq!(large_permit.units(), 3);
+        assert_eq!((limiter.waiters(), limiter.in_flight()), (1, 4));
 
         // Its permit and the last held unit free: the small one is served.
+        drop(large_permit);
         drop(held.pop());
         assert_eq!(small.join().unwrap(), 1);
     });
