@@ -65,6 +65,7 @@
 
 mod hints;
 mod key_mode;
+mod log_slots;
 mod options;
 mod placement;
 mod protocol;
@@ -74,6 +75,10 @@ mod table;
 pub use key_mode::{Exact, ExactKey, Hashed, KeyMode};
 pub use options::{KeyedLimiterBuilder, TableError, WhenFull};
 pub use table::KeyedStats;
+
+pub(crate) use log_slots::{LogOutcome, LogRecords};
+/// A keyed slot's state word while it is being (re)assigned (see `slot.rs`).
+pub(crate) use slot::RESERVED;
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::decision::Decision;

@@ -71,7 +71,7 @@ use crate::sync::{fence, Ordering};
 use crate::throttle::KeyIdentity;
 
 /// What the insert path finds for a key: its own slot after all, or the slot to take for it.
-enum Candidate<'table, S> {
+pub(super) enum Candidate<'table, S> {
     /// The key's own entry (the lock-free lookup missed it: inserted meanwhile, or a stale
     /// hint), whose state was loaded as `state`.
     Holding { slot: &'table S, state: u64 },
@@ -84,9 +84,10 @@ enum Candidate<'table, S> {
 }
 
 /// Every slot a new key may use holds a live entry.
-struct Full {
-    /// The state of the one that becomes fresh (reclaimable) first.
-    soonest_fresh: Option<u64>,
+pub(super) struct Full {
+    /// The state of the one that becomes fresh (reclaimable) first, and its freshness rank.
+    pub(super) soonest_fresh: Option<u64>,
+    pub(super) soonest_rank: Option<u64>,
 }
 
 impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
@@ -181,7 +182,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             Err(Full { .. }) if self.when_full == WhenFull::Allow => {
                 return Decision::untracked(cost, Q::FRESH, now, self.lead.judging(quota));
             }
-            Err(Full { soonest_fresh }) => {
+            Err(Full { soonest_fresh, .. }) => {
                 let judging = self.lead.judging(quota);
                 return Decision::refused(cost, Refusal::UntilFresh(soonest_fresh), now, judging);
             }
@@ -341,7 +342,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                     );
                 }
                 Ok(candidate) => candidate,
-                Err(Full { soonest_fresh }) => {
+                Err(Full { soonest_fresh, .. }) => {
                     return if self.when_full == WhenFull::Allow {
                         self.table.count(shard, TableEvent::UntrackedNewKey);
                         // A fresh state admits any cost up to the limit: never `Deny`.
@@ -407,6 +408,22 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         identity: Option<&<M::Slot as SlotOps>::Identity>,
         now: Q::Instant,
     ) -> Result<Candidate<'_, M::Slot>, Full> {
+        self.choose_slot_by(placement, identity, |_, state| {
+            self.quota.freshness_rank(state, now)
+        })
+    }
+
+    /// [`choose_slot`](Self::choose_slot) with freshness judged by `rank` (of a slot and its
+    /// state: `None` if equivalent to fresh, else a rank as [`Quota::freshness_rank`]): for
+    /// limiters whose freshness is not a function of the state word alone (the keyed sliding
+    /// log's, whose records live beside the table).
+    #[inline]
+    pub(super) fn choose_slot_by(
+        &self,
+        placement: Placement,
+        identity: Option<&<M::Slot as SlotOps>::Identity>,
+        rank: impl Fn(&M::Slot, u64) -> Option<u64>,
+    ) -> Result<Candidate<'_, M::Slot>, Full> {
         // The first vacant (resp. reclaimable) slot of the bucket with the most of them.
         let mut vacant: Option<(&M::Slot, usize)> = None;
         let mut reclaimable: Option<(&M::Slot, u64, usize)> = None;
@@ -430,7 +447,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                         return Ok(Candidate::Holding { slot, state });
                     }
                 }
-                match self.quota.freshness_rank(state, now) {
+                match rank(slot, state) {
                     None => {
                         reclaimable_here = reclaimable_here.or(Some((slot, state)));
                         reclaimable_count += 1;
@@ -465,6 +482,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             }
             closest => Err(Full {
                 soonest_fresh: closest.map(|(_, state, _)| state),
+                soonest_rank: closest.map(|(_, _, rank)| rank),
             }),
         }
     }
@@ -510,7 +528,7 @@ impl<S: SlotOps, Q: Reservable> Operation<Q> for UndoWithinStay<'_, S> {
 
 /// Claims `slot`, judged on `previous`, for a new key: `RESERVED` replaces `previous` unless a
 /// checker changed the entry meanwhile. Under the insert lock.
-fn claim<S: SlotOps>(slot: &S, previous: u64) -> bool {
+pub(super) fn claim<S: SlotOps>(slot: &S, previous: u64) -> bool {
     // ORDERING: AcqRel on success: Acquire orders our identity writes after every update of the
     // old entry; Release is unneeded (RESERVED publishes nothing) but harmless. Relaxed on
     // failure: the slot is simply judged again.
@@ -530,7 +548,7 @@ fn claim<S: SlotOps>(slot: &S, previous: u64) -> bool {
 }
 
 /// Writes a new key's identity into a vacant or claimed slot, then publishes its first state.
-fn publish<S: SlotOps>(slot: &S, identity: &S::Identity, state: u64) {
+pub(super) fn publish<S: SlotOps>(slot: &S, identity: &S::Identity, state: u64) {
     slot.set_identity(identity);
     // ORDERING: Release, pairs with the Acquire loads of lookups and of the driver: a thread
     // that observes this state (or any later CAS of it) sees the identity written above.

@@ -196,6 +196,19 @@ impl<S: SlotOps> Table<S> {
         &self.shards[placement.shard].read.buckets[bucket].slots
     }
 
+    /// The number of `slot` (one of `shard`'s) among all the table's slots, `0..slot_count()`:
+    /// where side storage kept per slot (a keyed sliding log's records) finds its part.
+    #[inline]
+    pub(super) fn slot_number(&self, shard: usize, slot: &S) -> usize {
+        let buckets = &self.shards[shard].read.buckets;
+        let offset = core::ptr::from_ref(slot).addr() - buckets.as_ptr().addr();
+        let bucket_bytes = core::mem::size_of::<Bucket<S>>();
+        let within_shard = offset / bucket_bytes * SLOTS_PER_BUCKET
+            + offset % bucket_bytes / core::mem::size_of::<S>();
+        debug_assert!(within_shard < buckets.len() * SLOTS_PER_BUCKET);
+        shard * self.buckets_per_shard as usize * SLOTS_PER_BUCKET + within_shard
+    }
+
     /// The slot holding `identity` and the state observed in it, if any, reading only the slots
     /// whose hint matches (the lock-free lookup).
     #[inline]

@@ -1,6 +1,6 @@
 //! A sliding log's decision, with the same metadata as every other limiter's.
 
-use super::ring::{Ring, View};
+use super::ring::{Log, View};
 use super::SlidingLog;
 use crate::clock::Timestamp;
 use crate::decision::RateLimitHeaders;
@@ -42,7 +42,11 @@ pub struct SlidingLogDecision<'log> {
     now_ns: u64,
     retry_after_ns: u64,
     reset_after_ns: u64,
-    ring: &'log Ring,
+    /// The log the decision was made on; `None` for a new key a full keyed table did not
+    /// track, whose remaining units are then `untracked_remaining`.
+    log: Option<Log<'log>>,
+    untracked_remaining: u64,
+    untracked: bool,
 }
 
 impl<'log> SlidingLogDecision<'log> {
@@ -54,7 +58,7 @@ impl<'log> SlidingLogDecision<'log> {
         cost: u64,
         recorded: bool,
         quota: SlidingLog,
-        ring: &'log Ring,
+        log: Log<'log>,
     ) -> Self {
         SlidingLogDecision {
             allowed: view.fits,
@@ -66,7 +70,38 @@ impl<'log> SlidingLogDecision<'log> {
                 true => quota.window_ns(),
                 false => view.reset_after_ns,
             },
-            ring,
+            log: Some(log),
+            untracked_remaining: 0,
+            untracked: false,
+        }
+    }
+
+    /// The decision for a new key judged without a log of its own at `now_ns`: on an empty log
+    /// (a peek that found a slot free for it; `untracked` false), or by a full keyed table's
+    /// policy (admitted untracked, or refused with `retry_after_ns` until a slot frees).
+    pub(super) fn without_log(
+        allowed: bool,
+        cost: u64,
+        quota: SlidingLog,
+        now_ns: u64,
+        retry_after_ns: u64,
+        untracked: bool,
+    ) -> Self {
+        let recorded = allowed && untracked;
+        SlidingLogDecision {
+            allowed,
+            cost,
+            quota,
+            now_ns,
+            retry_after_ns,
+            reset_after_ns: if recorded { quota.window_ns() } else { 0 },
+            log: None,
+            untracked_remaining: match (allowed, recorded) {
+                (false, _) => 0,
+                (true, true) => quota.limit() - cost,
+                (true, false) => quota.limit(),
+            },
+            untracked,
         }
     }
 
@@ -95,10 +130,39 @@ impl<'log> SlidingLogDecision<'log> {
     /// How many unit-cost requests would pass at the decision's time: the limit less the units
     /// in the window.
     pub fn remaining(&self) -> u64 {
+        let Some(log) = self.log else {
+            return self.untracked_remaining;
+        };
         let in_window =
-            self.ring
-                .units_in_window(self.quota.limit(), self.quota.window_ns(), self.now_ns);
+            log.units_in_window(self.quota.limit(), self.quota.window_ns(), self.now_ns);
         self.quota.limit().saturating_sub(in_window)
+    }
+
+    /// Whether a keyed sliding log's table was full of live entries and did not track this key:
+    /// the decision was made by its [`WhenFull`](crate::WhenFull) policy (an allowed untracked
+    /// key, or a refused new key, whose `retry_after` is the time until a slot frees). Always
+    /// false for a direct log.
+    ///
+    /// ```
+    /// use nanolimit::sliding_log::{KeyedSlidingLogLimiter, SlidingLog};
+    /// use nanolimit::ManualClock;
+    ///
+    /// // One shard of one bucket: eight slots.
+    /// let limiter = KeyedSlidingLogLimiter::<u32>::builder(SlidingLog::per_minute(5)?)
+    ///     .capacity(1)
+    ///     .shards(1)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// for key in 0..8 {
+    ///     assert!(limiter.check(&key).is_allowed());
+    /// }
+    /// let refused = limiter.check(&8);
+    /// assert!(refused.is_denied() && refused.is_untracked());
+    /// assert_eq!(refused.retry_after().as_secs(), 60);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_untracked(&self) -> bool {
+        self.untracked
     }
 
     /// How long until the whole limit is available again (the latest unit has left the

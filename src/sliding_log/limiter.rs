@@ -252,14 +252,14 @@ impl<C: Clock> SlidingLogLimiter<C> {
     fn decide(&self, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
         let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
         let view = self.ring.admit(cost, now.as_ns(), limit, window_ns);
-        SlidingLogDecision::new(view, cost, view.fits, self.quota, &self.ring)
+        SlidingLogDecision::new(view, cost, view.fits, self.quota, self.ring.log())
     }
 
     /// The core every peek funnels into.
     fn peek_decision(&self, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
         let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
         let view = self.ring.peek(cost, now.as_ns(), limit, window_ns);
-        SlidingLogDecision::new(view, cost, false, self.quota, &self.ring)
+        SlidingLogDecision::new(view, cost, false, self.quota, self.ring.log())
     }
 }
 

@@ -56,12 +56,20 @@
 //! ```
 
 mod decision;
+mod keyed;
 mod limiter;
+mod positions;
 mod record;
 mod ring;
 
 pub use decision::SlidingLogDecision;
+pub use keyed::{
+    ExactKeyedSlidingLogLimiter, KeyedSlidingLogBuilder, KeyedSlidingLogError,
+    KeyedSlidingLogLimiter, MAX_KEYED_LIMIT,
+};
 pub use limiter::{AllocationError, SlidingLogLimiter};
+pub(crate) use positions::LogPositions;
+pub(crate) use ring::{Log, Seal, View};
 
 use crate::clock::Timestamp;
 use crate::error::QuotaError;

@@ -64,6 +64,13 @@ pub(crate) const fn rest(word: u64) -> u64 {
     (word >> REST_SHIFT) & REST_MASK
 }
 
+/// `word` with another `rest` field: the same unit, as far as a finished request's record says
+/// (a keyed inserter's seal, `ring.rs`).
+#[inline]
+pub(crate) const fn with_other_rest(word: u64) -> u64 {
+    word ^ (1 << REST_SHIFT)
+}
+
 /// The record's time in nanoseconds; `None` for a slot never written.
 #[inline]
 pub(crate) const fn time_ns(word: u64) -> Option<u64> {

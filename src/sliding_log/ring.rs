@@ -69,50 +69,121 @@ pub(crate) struct View {
 
 /// A view of the log taken while `next` was `start`, and the word of the slot a request
 /// starting there would write (position `start − R`'s record).
-struct Snapshot {
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Snapshot {
     start: u64,
     head: u64,
-    view: View,
+    pub(crate) view: View,
 }
 
-/// The ring of records and the next request's position.
+/// What [`Log::seal`] found at the position it was asked to seal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seal {
+    /// The position now holds a record that admits nothing: no request can start there.
+    Sealed,
+    /// A request started there first; its first record is this word.
+    Started(u64),
+}
+
+/// The ring of records and the next request's position, owned: the direct limiter's log.
 #[derive(Debug)]
 pub(crate) struct Ring {
     next: CachePadded<AtomicU64>,
-    slots: Box<[AtomicU64]>,
-    ring_bits: u32,
+    records: Box<[AtomicU64]>,
 }
 
 impl Ring {
     /// A ring for `limit` units (`limit` ≥ 1), or `None` if the allocator cannot provide it.
     pub(crate) fn new(limit: u64) -> Option<Ring> {
-        let size = usize::try_from(limit).ok()?.checked_next_power_of_two()?;
-        let mut slots = Vec::new();
-        slots.try_reserve_exact(size).ok()?;
-        slots.extend(core::iter::repeat_with(|| AtomicU64::new(record::EMPTY)).take(size));
         Some(Ring {
             next: CachePadded::new(AtomicU64::new(0)),
-            slots: slots.into_boxed_slice(),
-            ring_bits: size.trailing_zeros(),
+            records: empty_records(usize::try_from(limit).ok()?.checked_next_power_of_two()?)?,
         })
     }
 
-    /// The bytes the ring occupies (the slots and the padded `next` word).
+    /// The bytes the ring occupies (the records and the padded `next` word).
     pub(crate) fn memory_bytes(&self) -> usize {
-        core::mem::size_of_val(&*self.slots) + core::mem::size_of::<CachePadded<AtomicU64>>()
+        core::mem::size_of_val(&*self.records) + core::mem::size_of::<CachePadded<AtomicU64>>()
+    }
+
+    /// The log this ring holds.
+    #[inline]
+    pub(crate) fn log(&self) -> Log<'_> {
+        Log::new(&self.next, &self.records)
+    }
+
+    /// Admits `cost` units (1 to the limit, at most 16) at `reading_ns` if they fit: the view the
+    /// decision was made on, with `fits` telling which.
+    #[inline]
+    pub(crate) fn admit(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
+        let log = self.log();
+        loop {
+            let start = log.load_next();
+            let Some(snapshot) = log.snapshot_at(start, cost, reading_ns, limit, window_ns) else {
+                continue;
+            };
+            if !snapshot.view.fits || log.claim(&snapshot, cost) {
+                return snapshot.view;
+            }
+        }
+    }
+
+    /// What admitting `cost` units (0 to the limit) at `reading_ns` would decide, writing
+    /// nothing (a cost of 0 always fits).
+    pub(crate) fn peek(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
+        let log = self.log();
+        loop {
+            let start = log.load_next();
+            if let Some(snapshot) = log.snapshot_at(start, cost, reading_ns, limit, window_ns) {
+                return snapshot.view;
+            }
+        }
+    }
+}
+
+/// `count` (a power of two) records of a ring never written, or `None` if the allocator cannot
+/// provide them.
+pub(crate) fn empty_records(count: usize) -> Option<Box<[AtomicU64]>> {
+    let mut records = Vec::new();
+    records.try_reserve_exact(count).ok()?;
+    records.extend(core::iter::repeat_with(|| AtomicU64::new(record::EMPTY)).take(count));
+    Some(records.into_boxed_slice())
+}
+
+/// A log: the word naming the next request's position and the ring of records, borrowed from
+/// their owner (a [`Ring`], or a keyed slot's state word and the records beside the table).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Log<'log> {
+    next: &'log AtomicU64,
+    records: &'log [AtomicU64],
+    ring_bits: u32,
+}
+
+impl<'log> Log<'log> {
+    /// The log of `next` and `records` (a power of two of them).
+    #[inline]
+    pub(crate) fn new(next: &'log AtomicU64, records: &'log [AtomicU64]) -> Self {
+        debug_assert!(records.len().is_power_of_two());
+        Log {
+            next,
+            records,
+            ring_bits: records.len().trailing_zeros(),
+        }
     }
 
     #[inline]
     fn slot(&self, position: u64) -> &AtomicU64 {
-        // The mask keeps the index below the slot count, a `usize`.
-        &self.slots[(position & (self.slots.len() as u64 - 1)) as usize]
+        // The mask keeps the index below the record count, a `usize`.
+        &self.records[(position & (self.records.len() as u64 - 1)) as usize]
     }
 
+    /// The position word.
     #[inline]
-    fn load_next(&self) -> u64 {
-        // ORDERING: Acquire, pairing with the AcqRel CAS that advanced `next` (in `advance`):
-        // every record before the loaded position, written or seen by the thread that advanced
-        // it, is visible to the slot loads that follow.
+    pub(crate) fn load_next(&self) -> u64 {
+        // ORDERING: Acquire, pairing with the AcqRel CAS that advanced `next` (in `advance`),
+        // or with the Release store that published a keyed slot: every record before the
+        // loaded position, written or seen by the thread that advanced it, is visible to the
+        // slot loads that follow.
         self.next.load(Ordering::Acquire)
     }
 
@@ -123,53 +194,48 @@ impl Ring {
         self.slot(position).load(Ordering::Acquire)
     }
 
-    /// Admits `cost` units (1 to the limit, at most 16) at `reading_ns` if they fit: the view the
-    /// decision was made on, with `fits` telling which.
+    /// Steps 1 to 4 of a check at `start`, a value of `next` the caller loaded: a view of the
+    /// log proved to be a snapshot (`next` was `start` throughout), or `None` if `next` moved
+    /// (after finishing a request found half written there).
     #[inline]
-    pub(crate) fn admit(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
-        debug_assert!((1..=limit.min(MAX_UNITS_PER_REQUEST)).contains(&cost));
-        loop {
-            let Snapshot { start, head, view } = self.snapshot(cost, reading_ns, limit, window_ns);
-            if !view.fits {
-                return view;
-            }
-            let first = record::record(start, self.ring_bits, view.now_ns, cost - 1);
-            if !self.write(start, head, first) {
-                continue;
-            }
-            if cost > 1 {
-                self.finish(start, first);
-            } else {
-                self.advance(start, 1);
-            }
-            return view;
+    pub(crate) fn snapshot_at(
+        &self,
+        start: u64,
+        cost: u64,
+        reading_ns: u64,
+        limit: u64,
+        window_ns: u64,
+    ) -> Option<Snapshot> {
+        let head = self.load_slot(start);
+        if record::holds(head, start, self.ring_bits) {
+            self.finish(start, head);
+            return None;
         }
+        let view = self.view(start, cost, reading_ns, limit, window_ns)?;
+        (self.load_next() == start).then_some(Snapshot { start, head, view })
     }
 
-    /// What admitting `cost` units (0 to the limit) at `reading_ns` would decide, writing
-    /// nothing (a cost of 0 always fits).
-    pub(crate) fn peek(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> View {
-        self.snapshot(cost, reading_ns, limit, window_ns).view
-    }
-
-    /// Steps 1 to 4 of a check: a view of the log proved to be a snapshot (`next` was `start`
-    /// throughout), after finishing any request found half written.
+    /// Step 5 of an admission of `cost` units on a snapshot that fits: claims the request's
+    /// first position, writes its other records and advances `next`. False if another request
+    /// claimed the position first (nothing was admitted: check again).
     #[inline]
-    fn snapshot(&self, cost: u64, reading_ns: u64, limit: u64, window_ns: u64) -> Snapshot {
-        loop {
-            let start = self.load_next();
-            let head = self.load_slot(start);
-            if record::holds(head, start, self.ring_bits) {
-                self.finish(start, head);
-                continue;
-            }
-            let view = self.view(start, cost, reading_ns, limit, window_ns);
-            if let Some(view) = view {
-                if self.load_next() == start {
-                    return Snapshot { start, head, view };
-                }
-            }
+    pub(crate) fn claim(&self, snapshot: &Snapshot, cost: u64) -> bool {
+        debug_assert!(snapshot.view.fits && (1..=MAX_UNITS_PER_REQUEST).contains(&cost));
+        let first = record::record(
+            snapshot.start,
+            self.ring_bits,
+            snapshot.view.now_ns,
+            cost - 1,
+        );
+        if !self.write(snapshot.start, snapshot.head, first) {
+            return false;
         }
+        if cost > 1 {
+            self.finish(snapshot.start, first);
+        } else {
+            self.advance(snapshot.start, 1);
+        }
+        true
     }
 
     /// Steps 2 and 3 of a check starting at `start` (valid only if `next` is still `start`
@@ -259,16 +325,88 @@ impl Ring {
     fn advance(&self, start: u64, units: u64) {
         // ORDERING: AcqRel. Release pairs with the Acquire of `load_next`: a thread that sees
         // the new `next` sees every record before it (this thread wrote or Acquire-loaded
-        // them). Failure Relaxed: another thread advanced it, which is all that was needed.
+        // them). Failure Relaxed: another thread advanced it, or (keyed) the slot is being
+        // reassigned, whose inserter finishes the request (`finish_held`).
         let _ =
             self.next
                 .compare_exchange(start, start + units, Ordering::AcqRel, Ordering::Relaxed);
+    }
+
+    /// For a keyed table choosing a slot to reuse, on a log whose `next` was `start`: `None`
+    /// if every unit has left the window at `reading_ns` (the log is as good as empty), else
+    /// a rank, the latest unit's time (the smaller, the sooner the log empties). A log whose
+    /// `next` moved on since gets the largest rank: a claim from `start` would fail anyway.
+    pub(crate) fn freshness_rank(
+        &self,
+        start: u64,
+        window_ns: u64,
+        reading_ns: u64,
+    ) -> Option<u64> {
+        let position = start.checked_sub(1)?;
+        let Some(latest) = self.read(position) else {
+            return Some(u64::MAX);
+        };
+        match record::has_left(latest, window_ns, record::stamp_of(reading_ns)) {
+            true => None,
+            false => record::time_ns(latest),
+        }
+    }
+
+    /// Nanoseconds from `reading_ns` until a log ranked `rank` by
+    /// [`freshness_rank`](Self::freshness_rank) empties.
+    pub(crate) fn empties_after_ns(rank: u64, window_ns: u64, reading_ns: u64) -> u64 {
+        rank.saturating_add(window_ns)
+            .saturating_sub(record::stamp_of(reading_ns))
+    }
+
+    /// For a keyed inserter that has taken the slot (its state word, this log's `next`, is
+    /// reserved, and was `start`): makes sure that no request that read the slot before can
+    /// start at `start`, unless one already did. It rewrites the word there (position
+    /// `start − R`'s record, which a request starting at `start` would replace) with one that
+    /// differs only in its `rest` field, which nothing reads once that record's request is
+    /// finished: the log is unchanged, but a compare-and-swap from the old word now fails.
+    pub(crate) fn seal(&self, start: u64) -> Seal {
+        let head = self.load_slot(start);
+        if record::holds(head, start, self.ring_bits) {
+            return Seal::Started(head);
+        }
+        if self.write(start, head, record::with_other_rest(head)) {
+            return Seal::Sealed;
+        }
+        // Only a request's first record replaces the head while `next` is held at `start`.
+        Seal::Started(self.load_slot(start))
+    }
+
+    /// For the inserter of [`seal`](Self::seal) that found a request started at `start` with
+    /// first record `first`: writes its other records (the state word is held, so `next` stays
+    /// `start` and each slot holds its position's record or the one a lap before), and returns
+    /// the position after it, for the inserter to publish.
+    pub(crate) fn finish_held(&self, start: u64, first: u64) -> u64 {
+        let units = record::rest(first) + 1;
+        let time_ns = record::time_ns(first).unwrap_or(0);
+        for offset in 1..units {
+            let position = start + offset;
+            let wanted = record::record(position, self.ring_bits, time_ns, units - 1 - offset);
+            loop {
+                let word = self.load_slot(position);
+                if record::holds(word, position, self.ring_bits)
+                    || self.write(position, word, wanted)
+                {
+                    break;
+                }
+            }
+        }
+        start + units
     }
 
     /// How many units are in the window `(now_ns − window_ns, now_ns]` among the last `limit`
     /// positions, on the log as it is now (for a decision's `remaining`).
     pub(crate) fn units_in_window(&self, limit: u64, window_ns: u64, now_ns: u64) -> u64 {
         let end = self.load_next();
+        // A keyed slot being reassigned: its log is no longer the decision's.
+        if end >= crate::keyed::RESERVED {
+            return 0;
+        }
         // Times are sorted along positions: find the first position still in the window.
         let (mut low, mut high) = (end.saturating_sub(limit), end);
         while low < high {

@@ -1,0 +1,317 @@
+//! Keyed sliding logs on the table: each slot's state word is the `next` position of a log
+//! whose records live beside the table, one ring per slot
+//! ([`KeyedSlidingLogLimiter`](crate::sliding_log::KeyedSlidingLogLimiter)).
+//!
+//! # The protocol
+//!
+//! The log's own protocol (`src/sliding_log/ring.rs`) runs on a slot as on a direct log, with
+//! the slot's state word as `next`: a check snapshots the log at the position it loaded with
+//! the key's identity, and admits by compare-and-swapping the record at that position (the
+//! *head*: the record a lap before), then advancing the state word. What the table adds is
+//! that a slot changes keys:
+//!
+//! - **Reuse.** An inserter (under the shard's insert lock) may take a slot whose latest record
+//!   has left the window at its reading (reclaim) or, under
+//!   [`WhenFull::EvictClosestToFresh`], the slot whose latest record is oldest (eviction, only
+//!   if the new key's check fits the log it inherits, as the other keyed limiters evict). It
+//!   claims the state word from the position `k` it judged (to `RESERVED`), then **seals**
+//!   position `k`: it compare-and-swaps the head at `k` to the same record with another `rest`
+//!   field, which nothing reads once that record's request is finished. The log is unchanged,
+//!   but a request that read the old head can no longer start at `k`. Then it writes the new
+//!   key's identity, publishes `k` again, and makes the new key's check before releasing the
+//!   lock. That check fits, so it (or a racing check of the same key) takes position `k`: no
+//!   position is sealed twice, so a sealed head is a word the slot never held before and never
+//!   holds again. The new key continues the old key's log, whose units have all left the window
+//!   at the inserter's reading (reclaim), or which it inherits (eviction).
+//! - **A request of the old key started at `k` first** (its compare-and-swap on the head won):
+//!   the seal fails, or finds that request's record. The request stands, for the old key: the
+//!   inserter writes its other records, publishes the position after it (the slot stays the old
+//!   key's, its identity untouched) and chooses again.
+//!
+//! # Why an admission always counts in its own key's log
+//!
+//! An admission is the compare-and-swap of the head at the position `k` that its check loaded
+//! (with Acquire) before matching the key's identity. While the slot keeps its key, that is the
+//! direct log's argument. A slot is reassigned only from the position it holds (a claim from
+//! any other word fails), and the seal and the admission are compare-and-swaps from the same
+//! word on the same record: exactly one succeeds. If the admission wins, it was made while the
+//! slot was its key's, and the inserter keeps the request for that key; if the seal wins, the
+//! admission fails and the check starts over, and no later compare-and-swap from that head can
+//! succeed (a record never holds a word twice). A check matches the new key's identity only
+//! after the inserter's Release store of the position, which follows the seal.
+//!
+//! A denial writes nothing. It counts if the state word is unchanged after the identity was
+//! read (behind the Acquire fence of `unchanged_since`). Unlike the other keyed states, the
+//! word does return to a value it held under the old key: the position `k` published for the
+//! new key. A denial that reads it judged the records as they were when the old key lost the
+//! slot (nothing was written since, or the word would be past `k`), which is the old key's log
+//! at a moment it held the slot: a denial it would have got then.
+//!
+//! A key that takes a reclaimed slot sees the old key's records as units that left the window
+//! at the inserter's reading: a reading of the new key behind that reading may still count
+//! them (fewer admissions, never more).
+//!
+use super::key_mode::KeyMode;
+use super::placement::Placement;
+use super::protocol::{claim, publish, Candidate, Full};
+use super::slot::SlotOps;
+use super::table::TableEvent;
+use super::{KeyedLimiter, WhenFull};
+use crate::clock::Clock;
+use crate::sliding_log::{Log, LogPositions, Seal, View};
+use crate::sync::{AtomicU64, Ordering};
+
+/// What a keyed log decided for a key.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LogOutcome<'log> {
+    /// Judged on the key's log (`view.fits`: admitted, for a check).
+    Judged { view: View, log: Log<'log> },
+    /// A new key judged on an empty log (a peek that found a slot free for it).
+    Empty,
+    /// A new key the full table admits without tracking it ([`WhenFull::Allow`]).
+    Untracked,
+    /// A new key the full table refuses: nanoseconds until a slot empties, if one will.
+    Refused { retry_after_ns: Option<u64> },
+}
+
+/// The records beside the table: `per_slot` (a power of two) for each slot, slot `n`'s from
+/// `n · per_slot`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogRecords<'log> {
+    pub(crate) records: &'log [AtomicU64],
+    pub(crate) per_slot: usize,
+}
+
+impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
+    /// The log of `slot`, one of `shard`'s.
+    #[inline]
+    fn log_of<'log>(
+        &'log self,
+        records: LogRecords<'log>,
+        shard: usize,
+        slot: &'log M::Slot,
+    ) -> Log<'log> {
+        let first = self.table.slot_number(shard, slot) * records.per_slot;
+        Log::new(
+            slot.state(),
+            &records.records[first..first + records.per_slot],
+        )
+    }
+
+    /// Checks `cost` units (1 to the quota's most per request) for `key` at `reading_ns`:
+    /// records them if they fit.
+    #[inline]
+    pub(crate) fn log_check<'log>(
+        &'log self,
+        records: LogRecords<'log>,
+        key: &K,
+        cost: u64,
+        reading_ns: u64,
+    ) -> LogOutcome<'log> {
+        let (hash, identity) = M::identify(&self.hasher, key);
+        let placement = self.table.place(hash);
+        loop {
+            let Some((slot, start)) = self.table.find(placement, &identity) else {
+                return self.log_insert(records, placement, &identity, cost, reading_ns);
+            };
+            let log = self.log_of(records, placement.shard, slot);
+            if let Some(outcome) = self.log_attempt(log, slot, start, cost, reading_ns) {
+                return outcome;
+            }
+        }
+    }
+
+    /// One check of the log of `slot`, found holding the key with `next` = `start`: `None` if
+    /// it must be made again (the slot changed, or another request took the position).
+    #[inline]
+    fn log_attempt<'log>(
+        &self,
+        log: Log<'log>,
+        slot: &M::Slot,
+        start: u64,
+        cost: u64,
+        reading_ns: u64,
+    ) -> Option<LogOutcome<'log>> {
+        let quota = self.quota.quota;
+        let snapshot =
+            log.snapshot_at(start, cost, reading_ns, quota.limit(), quota.window_ns())?;
+        let decided = match snapshot.view.fits {
+            true => log.claim(&snapshot, cost),
+            false => slot.unchanged_since(start),
+        };
+        decided.then_some(LogOutcome::Judged {
+            view: snapshot.view,
+            log,
+        })
+    }
+
+    /// What checking `cost` units (0 to the most per request) for `key` at `reading_ns` would
+    /// decide, writing and inserting nothing.
+    pub(crate) fn log_peek<'log>(
+        &'log self,
+        records: LogRecords<'log>,
+        key: &K,
+        cost: u64,
+        reading_ns: u64,
+    ) -> LogOutcome<'log> {
+        let quota = self.quota.quota;
+        let (hash, identity) = M::identify(&self.hasher, key);
+        let placement = self.table.place(hash);
+        let judge = |log: Log<'log>, start: u64| {
+            log.snapshot_at(start, cost, reading_ns, quota.limit(), quota.window_ns())
+        };
+        loop {
+            let Some((slot, start)) = self.table.find(placement, &identity) else {
+                break;
+            };
+            let log = self.log_of(records, placement.shard, slot);
+            if let Some(snapshot) = judge(log, start) {
+                if slot.unchanged_since(start) {
+                    return LogOutcome::Judged {
+                        view: snapshot.view,
+                        log,
+                    };
+                }
+            }
+        }
+        // A key the table does not hold: judged as its insert would judge it now.
+        let rank = self.log_rank(records, placement.shard, reading_ns);
+        match self.choose_slot_by(placement, None, rank) {
+            Ok(Candidate::Evictable { slot, state }) => {
+                let log = self.log_of(records, placement.shard, slot);
+                match judge(log, state) {
+                    Some(snapshot) => LogOutcome::Judged {
+                        view: snapshot.view,
+                        log,
+                    },
+                    // The evictable slot changed meanwhile: judge as a fresh key would be.
+                    None => LogOutcome::Empty,
+                }
+            }
+            Ok(_) => LogOutcome::Empty,
+            Err(full) => self.full_outcome(full, reading_ns),
+        }
+    }
+
+    /// How the insert path ranks the slots of `shard` (see `choose_slot_by`).
+    fn log_rank<'log>(
+        &'log self,
+        records: LogRecords<'log>,
+        shard: usize,
+        reading_ns: u64,
+    ) -> impl Fn(&M::Slot, u64) -> Option<u64> + 'log {
+        let window_ns = self.quota.quota.window_ns();
+        move |slot, start| {
+            self.log_of(records, shard, slot)
+                .freshness_rank(start, window_ns, reading_ns)
+        }
+    }
+
+    /// The outcome for a new key that a full table has no slot for.
+    fn full_outcome<'log>(&self, full: Full, reading_ns: u64) -> LogOutcome<'log> {
+        match self.when_full {
+            WhenFull::Allow => LogOutcome::Untracked,
+            _ => LogOutcome::Refused {
+                retry_after_ns: full.soonest_rank.map(|rank| {
+                    Log::empties_after_ns(rank, self.quota.quota.window_ns(), reading_ns)
+                }),
+            },
+        }
+    }
+
+    /// The slowest path: a key not in the table. Under the shard's insert lock, it takes a slot
+    /// for the key (module documentation), then makes the check there: no other inserter can
+    /// take that slot before the check is decided.
+    #[cold]
+    #[inline(never)]
+    fn log_insert<'log>(
+        &'log self,
+        records: LogRecords<'log>,
+        placement: Placement,
+        identity: &<M::Slot as SlotOps>::Identity,
+        cost: u64,
+        reading_ns: u64,
+    ) -> LogOutcome<'log> {
+        let shard = placement.shard;
+        let quota = self.quota.quota;
+        let _guard = self.table.lock(shard);
+        let rank = self.log_rank(records, shard, reading_ns);
+        let slot = loop {
+            let (slot, previous, event) =
+                match self.choose_slot_by(placement, Some(identity), &rank) {
+                    Ok(Candidate::Holding { slot, .. }) => break slot,
+                    Ok(Candidate::Vacant(slot)) => (slot, None, None),
+                    Ok(Candidate::Reclaimable { slot, state }) => {
+                        (slot, Some(state), Some(TableEvent::Reclaim))
+                    }
+                    Ok(Candidate::Evictable { slot, state }) => {
+                        // Evict only for a key the inherited log admits (as the other keyed
+                        // limiters do), so that its check below takes the sealed position.
+                        let log = self.log_of(records, shard, slot);
+                        let judged = log.snapshot_at(
+                            state,
+                            cost,
+                            reading_ns,
+                            quota.limit(),
+                            quota.window_ns(),
+                        );
+                        match judged {
+                            None => continue,
+                            Some(snapshot) if !snapshot.view.fits => {
+                                self.table.count(shard, TableEvent::RefusedNewKey);
+                                return LogOutcome::Refused {
+                                    retry_after_ns: Some(snapshot.view.retry_after_ns),
+                                };
+                            }
+                            Some(_) => (slot, Some(state), Some(TableEvent::Eviction)),
+                        }
+                    }
+                    Err(full) => {
+                        self.table.count(
+                            shard,
+                            match self.when_full {
+                                WhenFull::Allow => TableEvent::UntrackedNewKey,
+                                _ => TableEvent::RefusedNewKey,
+                            },
+                        );
+                        return self.full_outcome(full, reading_ns);
+                    }
+                };
+            // A vacant slot's log was never written: position 0.
+            let start = previous.unwrap_or(0);
+            if let Some(previous) = previous {
+                if !claim(slot, previous) {
+                    // A check changed the entry since we judged it: choose again.
+                    continue;
+                }
+                let log = self.log_of(records, shard, slot);
+                if let Seal::Started(first) = log.seal(previous) {
+                    // The old key's request stands: the slot stays its own.
+                    let next = log.finish_held(previous, first);
+                    // ORDERING: Release, as `publish`: a thread that loads this position sees
+                    // the records written before it.
+                    slot.state().store(next, Ordering::Release);
+                    continue;
+                }
+            }
+            self.table.count(shard, TableEvent::Insert);
+            if let Some(event) = event {
+                self.table.count(shard, event);
+            }
+            self.table.set_hint(placement, slot);
+            publish(slot, identity, start);
+            break slot;
+        };
+        // The slot holds the key until the lock is released: check until decided. A new key's
+        // check fits (an empty log, one whose units have all left the window at this reading,
+        // or an evicted one judged above), so it takes the position just sealed, or a check of
+        // the same key racing it does: no position is sealed twice.
+        let log = self.log_of(records, shard, slot);
+        loop {
+            let start = log.load_next();
+            if let Some(outcome) = self.log_attempt(log, slot, start, cost, reading_ns) {
+                return outcome;
+            }
+        }
+    }
+}
