@@ -160,10 +160,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         let judge = |log: Log<'log>, start: u64| {
             log.snapshot_at(start, cost, reading_ns, quota.limit(), quota.window_ns())
         };
-        loop {
-            let Some((slot, start)) = self.table.find(placement, &identity) else {
-                break;
-            };
+        while let Some((slot, start)) = self.table.find(placement, &identity) {
             let log = self.log_of(records, placement.shard, slot);
             if let Some(snapshot) = judge(log, start) {
                 if slot.unchanged_since(start) {
