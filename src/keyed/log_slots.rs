@@ -14,51 +14,62 @@
 //!   has left the window at its reading (reclaim) or, under
 //!   [`WhenFull::EvictClosestToFresh`], the slot whose latest record is oldest (eviction, only
 //!   if the new key's check fits the log it inherits, as the other keyed limiters evict). It
-//!   claims the state word from the position `k` it judged (to `RESERVED`), then **seals**
-//!   position `k`: it compare-and-swaps the head at `k` to the same record with another `rest`
-//!   field, which nothing reads once that record's request is finished. The log is unchanged,
-//!   but a request that read the old head can no longer start at `k`. Then it writes the new
-//!   key's identity, publishes `k` again, and makes the new key's check before releasing the
-//!   lock. That check fits, so it (or a racing check of the same key) takes position `k`: no
-//!   position is sealed twice, so a sealed head is a word the slot never held before and never
-//!   holds again. The new key continues the old key's log, whose units have all left the window
-//!   at the inserter's reading (reclaim), or which it inherits (eviction).
+//!   claims the state word from the word `s` it judged (position `k`) to `RESERVED`, then
+//!   **seals** position `k`: it compare-and-swaps the head at `k` to the same record with
+//!   another `rest` field, which nothing reads once that record's request is finished. The log
+//!   is unchanged, but a request that read the old head can no longer start at `k`. Then it
+//!   writes the new key's identity, publishes `s` with the *reuse flag* flipped (bit 62 of the
+//!   position word, `ring.rs`: the same position), and makes the new key's check before
+//!   releasing the lock. That check fits, so it (or a racing check of the same key) takes
+//!   position `k`. The new key continues the old key's log, whose units have all left the
+//!   window at the inserter's reading (reclaim), or which it inherits (eviction).
 //! - **A request of the old key started at `k` first** (its compare-and-swap on the head won):
 //!   the seal fails, or finds that request's record. The request stands, for the old key: the
 //!   inserter writes its other records, publishes the position after it (the slot stays the old
 //!   key's, its identity untouched) and chooses again.
+//! - **A key that comes back behind its reclaim.** A reclaim forgets the old key's units. Should
+//!   that key come back with a reading behind them (a timestamp taken before a preemption), a
+//!   fresh log would admit it again within a window of its old units. So each shard keeps a
+//!   floor, raised by every reclaim to the time the reclaimed log's latest unit left the
+//!   window, and a new key's insert is judged no earlier than it (read and written under the
+//!   insert lock).
 //!
 //! # Why an admission always counts in its own key's log
 //!
-//! An admission is the compare-and-swap of the head at the position `k` that its check loaded
-//! (with Acquire) before matching the key's identity. While the slot keeps its key, that is the
-//! direct log's argument. A slot is reassigned only from the position it holds (a claim from
-//! any other word fails), and the seal and the admission are compare-and-swaps from the same
-//! word on the same record: exactly one succeeds. If the admission wins, it was made while the
-//! slot was its key's, and the inserter keeps the request for that key; if the seal wins, the
-//! admission fails and the check starts over, and no later compare-and-swap from that head can
-//! succeed (a record never holds a word twice). A check matches the new key's identity only
-//! after the inserter's Release store of the position, which follows the seal.
+//! An admission is the compare-and-swap of the head at the position of the word `s` that its
+//! check loaded (with Acquire) before matching the key's identity, after a second load of the
+//! state word returned `s` again (the snapshot). While the slot keeps its key, that is the
+//! direct log's argument. A slot is reassigned only from the word it holds (a claim from any
+//! other word fails), and:
+//! - a check that read the head *before* the seal: the seal and the admission are
+//!   compare-and-swaps from the same word on the same record, so exactly one succeeds. If the
+//!   admission wins, it was made while the slot was its key's, and the inserter keeps the
+//!   request for that key; if the seal wins, the admission fails and the check starts over;
+//! - a check that read the head *after* the seal: its second load of the state word returns
+//!   `RESERVED` or a later word, never `s` again, so its snapshot fails and it starts over.
 //!
-//! A denial writes nothing. It counts if the state word is unchanged after the identity was
-//! read (behind the Acquire fence of `unchanged_since`). Unlike the other keyed states, the
-//! word does return to a value it held under the old key: the position `k` published for the
-//! new key. A denial that reads it judged the records as they were when the old key lost the
-//! slot (nothing was written since, or the word would be past `k`), which is the old key's log
-//! at a moment it held the slot: a denial it would have got then.
+//! No word repeats in a slot: positions only grow, a reuse flips the flag at the same
+//! position, and the new key's check takes that position before the next reuse can come (so a
+//! flag never flips back at one position). For the same reason no position is sealed twice, and
+//! a sealed head is a word its record never held before and never holds again (later records
+//! there are later in time). A denial writes nothing, and counts only if the state word is
+//! unchanged after the identity was read (behind the Acquire fence of `unchanged_since`), as in
+//! the table's protocol.
 //!
 //! A key that takes a reclaimed slot sees the old key's records as units that left the window
 //! at the inserter's reading: a reading of the new key behind that reading may still count
 //! them (fewer admissions, never more).
 //!
+//! [`WhenFull::EvictClosestToFresh`]: super::WhenFull::EvictClosestToFresh
+
 use super::key_mode::KeyMode;
 use super::placement::Placement;
 use super::protocol::{claim, publish, Candidate, Full};
-use super::slot::SlotOps;
+use super::slot::{SlotOps, RESERVED};
 use super::table::TableEvent;
 use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;
-use crate::sliding_log::{Log, LogPositions, Seal, View};
+use crate::sliding_log::{Log, LogPositions, Seal, View, REUSE_FLAG};
 use crate::sync::{AtomicU64, Ordering};
 
 /// What a keyed log decided for a key.
@@ -74,12 +85,16 @@ pub(crate) enum LogOutcome<'log> {
     Refused { retry_after_ns: Option<u64> },
 }
 
-/// The records beside the table: `per_slot` (a power of two) for each slot, slot `n`'s from
-/// `n · per_slot`.
+/// What the keyed logs keep beside the table.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LogRecords<'log> {
+    /// `per_slot` records (a power of two) for each slot, slot `n`'s from `n · per_slot`.
     pub(crate) records: &'log [AtomicU64],
     pub(crate) per_slot: usize,
+    /// Per shard, the earliest time a new key is judged at: when the latest unit of every log
+    /// reclaimed in the shard left the window (module documentation). Read and written under
+    /// the shard's insert lock only (a peek reads it without).
+    pub(crate) new_key_floors_ns: &'log [AtomicU64],
 }
 
 impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
@@ -172,22 +187,43 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
             }
         }
         // A key the table does not hold: judged as its insert would judge it now.
-        let rank = self.log_rank(records, placement.shard, reading_ns);
-        match self.choose_slot_by(placement, None, rank) {
-            Ok(Candidate::Evictable { slot, state }) => {
-                let log = self.log_of(records, placement.shard, slot);
-                match judge(log, state) {
-                    Some(snapshot) => LogOutcome::Judged {
+        let judging_ns = reading_ns.max(self.new_key_floor_ns(records, placement.shard));
+        let rank = self.log_rank(records, placement.shard, judging_ns);
+        loop {
+            let (slot, state) = match self.choose_slot_by(placement, None, &rank) {
+                Ok(Candidate::Evictable { slot, state }) => (slot, state),
+                Ok(_) => return LogOutcome::Empty,
+                Err(full) => return self.full_outcome(full, judging_ns),
+            };
+            let log = self.log_of(records, placement.shard, slot);
+            let judged = match state < RESERVED {
+                true => log.snapshot_at(state, cost, judging_ns, quota.limit(), quota.window_ns()),
+                false => None,
+            };
+            // As the insert decides: evict for a key the evicted log admits, else refuse.
+            match judged {
+                Some(snapshot) if snapshot.view.fits => {
+                    return LogOutcome::Judged {
                         view: snapshot.view,
                         log,
-                    },
-                    // The evictable slot changed meanwhile: judge as a fresh key would be.
-                    None => LogOutcome::Empty,
+                    }
                 }
+                Some(snapshot) => {
+                    return LogOutcome::Refused {
+                        retry_after_ns: Some(snapshot.view.retry_after_ns),
+                    }
+                }
+                // The slot changed, or is being reassigned: choose again.
+                None => {}
             }
-            Ok(_) => LogOutcome::Empty,
-            Err(full) => self.full_outcome(full, reading_ns),
         }
+    }
+
+    /// The earliest time a new key in `shard` is judged at (see [`LogRecords`]).
+    fn new_key_floor_ns(&self, records: LogRecords<'_>, shard: usize) -> u64 {
+        // ORDERING: Relaxed; written under the shard's insert lock, which orders it for the
+        // inserters that read it. A peek's unlocked read may be older: it only advises.
+        records.new_key_floors_ns[shard].load(Ordering::Relaxed)
     }
 
     /// How the insert path ranks the slots of `shard` (see `choose_slot_by`).
@@ -198,9 +234,12 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         reading_ns: u64,
     ) -> impl Fn(&M::Slot, u64) -> Option<u64> + 'log {
         let window_ns = self.quota.quota.window_ns();
-        move |slot, start| {
-            self.log_of(records, shard, slot)
-                .freshness_rank(start, window_ns, reading_ns)
+        move |slot, start| match start < RESERVED {
+            true => self
+                .log_of(records, shard, slot)
+                .freshness_rank(start, window_ns, reading_ns),
+            // Only a lock-free peek sees a slot being reassigned: never the one to choose.
+            false => Some(u64::MAX),
         }
     }
 
@@ -208,10 +247,14 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
     fn full_outcome<'log>(&self, full: Full, reading_ns: u64) -> LogOutcome<'log> {
         match self.when_full {
             WhenFull::Allow => LogOutcome::Untracked,
+            // The largest rank stands for a slot that changed as it was read: no time to give.
             _ => LogOutcome::Refused {
-                retry_after_ns: full.soonest_rank.map(|rank| {
-                    Log::empties_after_ns(rank, self.quota.quota.window_ns(), reading_ns)
-                }),
+                retry_after_ns: full
+                    .soonest_rank
+                    .filter(|&rank| rank != u64::MAX)
+                    .map(|rank| {
+                        Log::empties_after_ns(rank, self.quota.quota.window_ns(), reading_ns)
+                    }),
             },
         }
     }
@@ -232,6 +275,11 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         let shard = placement.shard;
         let quota = self.quota.quota;
         let _guard = self.table.lock(shard);
+        // A key whose entry was reclaimed and that comes back with a reading behind that
+        // reclaim is judged no earlier than when its old units had all left the window: else
+        // a timestamp taken before a preemption could get it more than the limit in a window.
+        let floor_ns = self.new_key_floor_ns(records, shard);
+        let reading_ns = reading_ns.max(floor_ns);
         let rank = self.log_rank(records, shard, reading_ns);
         let slot = loop {
             let (slot, previous, event) =
@@ -274,8 +322,9 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                         return self.full_outcome(full, reading_ns);
                     }
                 };
-            // A vacant slot's log was never written: position 0.
-            let start = previous.unwrap_or(0);
+            // A vacant slot's log was never written: position 0. A reused slot keeps its
+            // position, with the reuse flag flipped (module documentation).
+            let start = previous.map_or(0, |previous| previous ^ REUSE_FLAG);
             if let Some(previous) = previous {
                 if !claim(slot, previous) {
                     // A check changed the entry since we judged it: choose again.
@@ -289,6 +338,15 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                     // the records written before it.
                     slot.state().store(next, Ordering::Release);
                     continue;
+                }
+                if matches!(event, Some(TableEvent::Reclaim)) {
+                    let emptied_ns = log
+                        .latest_ns(previous)
+                        .map_or(0, |latest_ns| latest_ns.saturating_add(quota.window_ns()));
+                    if emptied_ns > floor_ns {
+                        // ORDERING: Relaxed; under the insert lock (see `new_key_floor_ns`).
+                        records.new_key_floors_ns[shard].store(emptied_ns, Ordering::Relaxed);
+                    }
                 }
             }
             self.table.count(shard, TableEvent::Insert);

@@ -13,7 +13,9 @@ use std::time::Duration;
 /// Times count from the time the decision was judged at (the reading, or the latest unit's
 /// time if the reading was behind it). `reset_after` and `retry_after` are exact for the log the
 /// decision was made on; [`remaining`](Self::remaining) is counted when asked (a search of the
-/// log, kept off the check itself), on the log as it is then, at the decision's time.
+/// log, kept off the check itself), on the log as it is then, at the decision's time (for a
+/// keyed log: the log of the key's slot, which, if the slot has passed to another key since,
+/// is that key's).
 ///
 /// ```
 /// use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
@@ -77,17 +79,18 @@ impl<'log> SlidingLogDecision<'log> {
     }
 
     /// The decision for a new key judged without a log of its own at `now_ns`: on an empty log
-    /// (a peek that found a slot free for it; `untracked` false), or by a full keyed table's
-    /// policy (admitted untracked, or refused with `retry_after_ns` until a slot frees).
+    /// (a peek that found a slot free for it), or by a full keyed table's policy (`untracked`:
+    /// admitted untracked, `recorded` if by a check, or refused with `retry_after_ns` until a
+    /// slot frees).
     pub(super) fn without_log(
         allowed: bool,
+        recorded: bool,
+        untracked: bool,
         cost: u64,
         quota: SlidingLog,
         now_ns: u64,
         retry_after_ns: u64,
-        untracked: bool,
     ) -> Self {
-        let recorded = allowed && untracked;
         SlidingLogDecision {
             allowed,
             cost,

@@ -92,6 +92,9 @@ impl From<TableError> for KeyedSlidingLogError {
 ///   units had left the window at the time the slot was reused: a reading behind that time (a
 ///   timestamp taken before a preemption) may still count them, and get fewer admissions,
 ///   never more.
+/// - **A key whose entry was reused** and that comes back with a reading behind its old units
+///   is judged no earlier than the time they left the window (each shard keeps that time for
+///   its reused entries), so a stale timestamp never gets a key more than `L` in a window.
 /// - **Eviction** ([`WhenFull::EvictClosestToFresh`]) evicts the key whose latest unit is
 ///   oldest, and only for a new key that the evicted log admits: the new key inherits that
 ///   log's units, as in the other keyed limiters.
@@ -128,6 +131,8 @@ pub struct KeyedSlidingLogLimiter<K: ?Sized, C: Clock = QuantaClock, M: KeyMode<
     table: KeyedLimiter<K, LogPositions, C, M>,
     records: Box<[AtomicU64]>,
     records_per_slot: usize,
+    /// Per shard: see [`LogRecords::new_key_floors_ns`].
+    new_key_floors_ns: Box<[AtomicU64]>,
 }
 
 /// A keyed sliding log storing integer keys (up to 128 bits: IPv4, IPv6, `u64` ids) exactly
@@ -336,7 +341,9 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn memory_bytes(&self) -> usize {
-        self.table.memory_bytes() + core::mem::size_of_val(&*self.records)
+        self.table.memory_bytes()
+            + core::mem::size_of_val(&*self.records)
+            + core::mem::size_of_val(&*self.new_key_floors_ns)
     }
 
     /// Bytes per key of capacity, all overhead included, rounded to the nearest byte.
@@ -360,6 +367,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
         LogRecords {
             records: &self.records,
             per_slot: self.records_per_slot,
+            new_key_floors_ns: &self.new_key_floors_ns,
         }
     }
 
@@ -404,18 +412,19 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
             }
             LogOutcome::Empty => {
                 let fits = cost <= quota.limit();
-                SlidingLogDecision::without_log(fits, cost, quota, now.as_ns(), 0, false)
+                SlidingLogDecision::without_log(fits, false, false, cost, quota, now.as_ns(), 0)
             }
             LogOutcome::Untracked => {
-                SlidingLogDecision::without_log(true, cost, quota, now.as_ns(), 0, true)
+                SlidingLogDecision::without_log(true, check, true, cost, quota, now.as_ns(), 0)
             }
             LogOutcome::Refused { retry_after_ns } => SlidingLogDecision::without_log(
                 false,
+                false,
+                true,
                 cost,
                 quota,
                 now.as_ns(),
                 retry_after_ns.unwrap_or(quota.window_ns()),
-                true,
             ),
         }
     }
@@ -527,10 +536,12 @@ impl<K: ?Sized, C: Clock, M> KeyedSlidingLogBuilder<K, C, M> {
         let records = count
             .and_then(empty_records)
             .ok_or(KeyedSlidingLogError::Allocation(AllocationError { bytes }))?;
+        let new_key_floors_ns = (0..table.shards()).map(|_| AtomicU64::new(0)).collect();
         Ok(KeyedSlidingLogLimiter {
             table,
             records,
             records_per_slot,
+            new_key_floors_ns,
         })
     }
 }

@@ -69,7 +69,7 @@ pub use keyed::{
 };
 pub use limiter::{AllocationError, SlidingLogLimiter};
 pub(crate) use positions::LogPositions;
-pub(crate) use ring::{Log, Seal, View};
+pub(crate) use ring::{Log, Seal, View, REUSE_FLAG};
 
 use crate::clock::Timestamp;
 use crate::error::QuotaError;

@@ -1,6 +1,6 @@
 //! The keyed sliding log's per-key state word, as a crate-private quota, so that the keyed
 //! table (its sizing, builder, hashing and slot markers) holds it: the position at which the
-//! key's next request starts in its log. The records live beside the table, one ring per slot
+//! key's next request starts in its log, and the reuse flag (the layout is in `ring.rs`). The records live beside the table, one ring per slot
 //! (`src/keyed/log_slots.rs` runs the log's protocol on them).
 //!
 //! The table's generic check and insert paths never run on this quota: the keyed sliding log

@@ -53,6 +53,19 @@ use super::record::{self, MAX_UNITS_PER_REQUEST};
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
+/// The position word's layout.
+///
+/// | bits | field | meaning |
+/// |---|---|---|
+/// | 0–61 | position | where the next request starts |
+/// | 62 | reuse flag | a keyed slot's: flipped each time the slot passes to another key, at the same position (`src/keyed/log_slots.rs`); 0 in a direct log |
+/// | 63 | 0 | so that no position word is one of the keyed table's slot markers |
+///
+/// Positions never reach bit 62: 2^62 units take 90 years at 1.6 · 10^9 units per second.
+pub(crate) const POSITION_MASK: u64 = (1 << 62) - 1;
+/// The reuse flag (see [`POSITION_MASK`]).
+pub(crate) const REUSE_FLAG: u64 = 1 << 62;
+
 /// What a snapshot of the log says about a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct View {
@@ -67,8 +80,8 @@ pub(crate) struct View {
     pub(crate) reset_after_ns: u64,
 }
 
-/// A view of the log taken while `next` was `start`, and the word of the slot a request
-/// starting there would write (position `start − R`'s record).
+/// A view of the log taken while `next` was `start` (the whole position word), and the word of
+/// the slot a request starting there would write (position `start − R`'s record).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Snapshot {
     start: u64,
@@ -206,12 +219,13 @@ impl<'log> Log<'log> {
         limit: u64,
         window_ns: u64,
     ) -> Option<Snapshot> {
-        let head = self.load_slot(start);
-        if record::holds(head, start, self.ring_bits) {
+        let position = start & POSITION_MASK;
+        let head = self.load_slot(position);
+        if record::holds(head, position, self.ring_bits) {
             self.finish(start, head);
             return None;
         }
-        let view = self.view(start, cost, reading_ns, limit, window_ns)?;
+        let view = self.view(position, cost, reading_ns, limit, window_ns)?;
         (self.load_next() == start).then_some(Snapshot { start, head, view })
     }
 
@@ -221,13 +235,9 @@ impl<'log> Log<'log> {
     #[inline]
     pub(crate) fn claim(&self, snapshot: &Snapshot, cost: u64) -> bool {
         debug_assert!(snapshot.view.fits && (1..=MAX_UNITS_PER_REQUEST).contains(&cost));
-        let first = record::record(
-            snapshot.start,
-            self.ring_bits,
-            snapshot.view.now_ns,
-            cost - 1,
-        );
-        if !self.write(snapshot.start, snapshot.head, first) {
+        let position = snapshot.start & POSITION_MASK;
+        let first = record::record(position, self.ring_bits, snapshot.view.now_ns, cost - 1);
+        if !self.write(position, snapshot.head, first) {
             return false;
         }
         if cost > 1 {
@@ -288,7 +298,7 @@ impl<'log> Log<'log> {
         let units = record::rest(first) + 1;
         let time_ns = record::time_ns(first).unwrap_or(0);
         for offset in 1..units {
-            let position = start + offset;
+            let position = (start & POSITION_MASK) + offset;
             let wanted = record::record(position, self.ring_bits, time_ns, units - 1 - offset);
             loop {
                 let word = self.load_slot(position);
@@ -332,6 +342,13 @@ impl<'log> Log<'log> {
                 .compare_exchange(start, start + units, Ordering::AcqRel, Ordering::Relaxed);
     }
 
+    /// The time of the latest unit of a log whose `next` is `start`, if it has one (`None`
+    /// also when that record was already overwritten: `next` has moved on).
+    pub(crate) fn latest_ns(&self, start: u64) -> Option<u64> {
+        let position = (start & POSITION_MASK).checked_sub(1)?;
+        record::time_ns(self.read(position)?)
+    }
+
     /// For a keyed table choosing a slot to reuse, on a log whose `next` was `start`: `None`
     /// if every unit has left the window at `reading_ns` (the log is as good as empty), else
     /// a rank, the latest unit's time (the smaller, the sooner the log empties). A log whose
@@ -342,7 +359,7 @@ impl<'log> Log<'log> {
         window_ns: u64,
         reading_ns: u64,
     ) -> Option<u64> {
-        let position = start.checked_sub(1)?;
+        let position = (start & POSITION_MASK).checked_sub(1)?;
         let Some(latest) = self.read(position) else {
             return Some(u64::MAX);
         };
@@ -360,21 +377,23 @@ impl<'log> Log<'log> {
     }
 
     /// For a keyed inserter that has taken the slot (its state word, this log's `next`, is
-    /// reserved, and was `start`): makes sure that no request that read the slot before can
-    /// start at `start`, unless one already did. It rewrites the word there (position
+    /// reserved, and was `start`): makes sure that no request that read the slot's head before
+    /// can start at `start`'s position, unless one already did (one that reads it after fails
+    /// its snapshot: the inserter publishes the position with the reuse flag flipped). It rewrites the word there (position
     /// `start − R`'s record, which a request starting at `start` would replace) with one that
     /// differs only in its `rest` field, which nothing reads once that record's request is
     /// finished: the log is unchanged, but a compare-and-swap from the old word now fails.
     pub(crate) fn seal(&self, start: u64) -> Seal {
-        let head = self.load_slot(start);
-        if record::holds(head, start, self.ring_bits) {
+        let position = start & POSITION_MASK;
+        let head = self.load_slot(position);
+        if record::holds(head, position, self.ring_bits) {
             return Seal::Started(head);
         }
-        if self.write(start, head, record::with_other_rest(head)) {
+        if self.write(position, head, record::with_other_rest(head)) {
             return Seal::Sealed;
         }
         // Only a request's first record replaces the head while `next` is held at `start`.
-        Seal::Started(self.load_slot(start))
+        Seal::Started(self.load_slot(position))
     }
 
     /// For the inserter of [`seal`](Self::seal) that found a request started at `start` with
@@ -385,7 +404,7 @@ impl<'log> Log<'log> {
         let units = record::rest(first) + 1;
         let time_ns = record::time_ns(first).unwrap_or(0);
         for offset in 1..units {
-            let position = start + offset;
+            let position = (start & POSITION_MASK) + offset;
             let wanted = record::record(position, self.ring_bits, time_ns, units - 1 - offset);
             loop {
                 let word = self.load_slot(position);
@@ -407,6 +426,7 @@ impl<'log> Log<'log> {
         if end >= crate::keyed::RESERVED {
             return 0;
         }
+        let end = end & POSITION_MASK;
         // Times are sorted along positions: find the first position still in the window.
         let (mut low, mut high) = (end.saturating_sub(limit), end);
         while low < high {
