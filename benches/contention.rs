@@ -58,7 +58,9 @@
 //! Limiters: nanolimit (`gcra`, `sliding-window`, `fixed-window`) everywhere, and nanolimit
 //! `gcra-striped` and `sliding-log` (the exact `SlidingLogLimiter`: one record per admitted
 //! unit in a ring of the window's limit, at most one burst in any window of the window
-//! algorithms' length) in direct-allow and direct-deny; governor 0.10 (GCRA;
+//! algorithms' length) in direct-allow and direct-deny, and the keyed sliding log
+//! (`KeyedSlidingLogLimiter`, the same quota per key) in keyed-hot and keyed-rotate-100k;
+//! governor 0.10 (GCRA;
 //! direct, and keyed on its default `DashMap` store with std's hasher) everywhere; the
 //! `ratelimit` crate (a token bucket) in direct-allow and direct-deny; `mutex-hashmap`, a
 //! `Mutex<HashMap<u64, (f64 tokens, Instant)>>` token bucket, in the keyed ones. In the packet
@@ -160,7 +162,7 @@
 //! |---|---|
 //! | `scenario` | scenario name |
 //! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor`; http-layer: `nanolimit`, `tower_governor`, `floor`; inflight: `nanolimit`, `tokio-semaphore`, `floor` |
-//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-log` (nanolimit's `SlidingLogLimiter`; direct-allow and direct-deny), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`; http-layer's floor: `no-layer`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
+//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-log` (nanolimit's `SlidingLogLimiter` in direct-allow and direct-deny, `KeyedSlidingLogLimiter` in keyed-hot and keyed-rotate-100k), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`; http-layer's floor: `no-layer`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
 //! | `threads` | threads calling at once |
 //! | `keys` | distinct keys offered: 1 for direct limiters and inflight's limiters, keyed-hot and keyed-hot-under-flood (the hot key, the one counted), the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
 //! | `ops` | calls by all threads in the measured phase; keyed-hot-under-flood: the hot thread's calls only (the flood's are not counted) |
@@ -507,6 +509,10 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
         limiters.insert(4, (LimiterKind::Nanolimit, AlgorithmKind::SlidingLog));
         limiters.push((LimiterKind::Ratelimit, AlgorithmKind::TokenBucket));
     } else if scenario != Scenario::KeyedHotUnderFlood {
+        if matches!(scenario, Scenario::KeyedHot | Scenario::KeyedRotate100k) {
+            // The keyed sliding log, after the other nanolimit algorithms.
+            limiters.insert(3, (LimiterKind::Nanolimit, AlgorithmKind::SlidingLog));
+        }
         limiters.push((LimiterKind::MutexHashMap, AlgorithmKind::TokenBucket));
     }
     limiters
@@ -860,6 +866,9 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
         }
         (false, LimiterKind::Nanolimit, AlgorithmKind::FixedWindow) => {
             run_keyed::<NanolimitKeyed<FixedWindow>>(job, context)
+        }
+        (false, LimiterKind::Nanolimit, AlgorithmKind::SlidingLog) => {
+            run_keyed::<nanolimit::sliding_log::KeyedSlidingLogLimiter<u64>>(job, context)
         }
         (false, LimiterKind::Governor, _) => run_keyed::<GovernorKeyed>(job, context),
         (false, LimiterKind::MutexHashMap, _) => run_keyed::<MutexHashMap>(job, context),

@@ -8,7 +8,8 @@ use crate::keyed_subjects::{unbounded_map_report, KeyedSubject};
 use crate::measure::{Outcome, Worker, ALLOWED, LEGITIMATE_ALLOWED};
 use crate::quota_spec::QuotaSpec;
 use crossbeam_utils::CachePadded;
-use nanolimit::{Clock, QuantaClock, Quota, Reservable};
+use nanolimit::sliding_log::KeyedSlidingLogLimiter;
+use nanolimit::{Clock, QuantaClock, Quota, Reservable, Timestamp, WhenFull};
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -166,6 +167,59 @@ impl KeyedSubject for MutexHashMap {
 
     fn state_report(&self) -> String {
         unbounded_map_report(self.keys())
+    }
+}
+
+/// nanolimit's keyed sliding log on its default clock (a check reads it), refusing new keys
+/// when full, as the keyed rate limiters' subjects do.
+impl KeyedSubject for KeyedSlidingLogLimiter<u64> {
+    const NAME: &'static str = "nanolimit_sliding_log";
+
+    type Timestamp = Timestamp;
+
+    fn build(quota: &QuotaSpec, capacity: usize) -> Self {
+        KeyedSlidingLogLimiter::<u64>::builder(quota.sliding_log())
+            .capacity(capacity)
+            .when_full(WhenFull::Deny)
+            .build()
+            .expect("a keyed sliding log within memory")
+    }
+
+    #[inline]
+    fn now(&self) -> Timestamp {
+        KeyedSlidingLogLimiter::now(self)
+    }
+
+    #[inline]
+    fn check_at(&self, key: u64, now: Timestamp) -> bool {
+        KeyedSlidingLogLimiter::check_at(self, &key, now).is_allowed()
+    }
+
+    /// Takes no caller time: reads its own clock.
+    #[inline]
+    fn check_at_caller_ns(&self, key: u64, _caller_ns: u64) -> bool {
+        KeyedSlidingLogLimiter::check(self, &key).is_allowed()
+    }
+
+    fn stored_keys(&self) -> u64 {
+        let stats = self.stats();
+        stats.inserts - stats.reclaims - stats.evictions
+    }
+
+    fn untracked_new_keys(&self) -> u64 {
+        let stats = self.stats();
+        stats.refused_new_keys + stats.untracked_new_keys
+    }
+
+    fn state_report(&self) -> String {
+        let stats = self.stats();
+        format!(
+            "{} B/key; inserts {}, reclaims {}, refused new keys {}",
+            self.bytes_per_key(),
+            stats.inserts,
+            stats.reclaims,
+            stats.refused_new_keys,
+        )
     }
 }
 
