@@ -76,7 +76,7 @@ use crate::sync::{AtomicU64, Ordering};
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum LogOutcome<'log> {
     /// Judged on the key's log (`view.fits`: admitted, for a check).
-    Judged { view: View, log: Log<'log> },
+    Judged { view: View, log: Log<'log, true> },
     /// A new key judged on an empty log (a peek that found a slot free for it).
     Empty,
     /// A new key the full table admits without tracking it ([`WhenFull::Allow`]).
@@ -91,6 +91,8 @@ pub(crate) struct LogRecords<'log> {
     /// `per_slot` records (a power of two) for each slot, slot `n`'s from `n · per_slot`.
     pub(crate) records: &'log [AtomicU64],
     pub(crate) per_slot: usize,
+    /// `per_slot`'s base-2 logarithm.
+    pub(crate) ring_bits: u32,
     /// Per shard, the earliest time a new key is judged at: when the latest unit of every log
     /// reclaimed in the shard left the window (module documentation). Read and written under
     /// the shard's insert lock only (a peek reads it without).
@@ -105,11 +107,12 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         records: LogRecords<'log>,
         shard: usize,
         slot: &'log M::Slot,
-    ) -> Log<'log> {
+    ) -> Log<'log, true> {
         let first = self.table.slot_number(shard, slot) * records.per_slot;
         Log::new(
             slot.state(),
             &records.records[first..first + records.per_slot],
+            records.ring_bits,
         )
     }
 
@@ -141,7 +144,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
     #[inline]
     fn log_attempt<'log>(
         &self,
-        log: Log<'log>,
+        log: Log<'log, true>,
         slot: &M::Slot,
         start: u64,
         cost: u64,
@@ -172,7 +175,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         let quota = self.quota.quota;
         let (hash, identity) = M::identify(&self.hasher, key);
         let placement = self.table.place(hash);
-        let judge = |log: Log<'log>, start: u64| {
+        let judge = |log: Log<'log, true>, start: u64| {
             log.snapshot_at(start, cost, reading_ns, quota.limit(), quota.window_ns())
         };
         while let Some((slot, start)) = self.table.find(placement, &identity) {
@@ -253,7 +256,11 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                     .soonest_rank
                     .filter(|&rank| rank != u64::MAX)
                     .map(|rank| {
-                        Log::empties_after_ns(rank, self.quota.quota.window_ns(), reading_ns)
+                        Log::<true>::empties_after_ns(
+                            rank,
+                            self.quota.quota.window_ns(),
+                            reading_ns,
+                        )
                     }),
             },
         }

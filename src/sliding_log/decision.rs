@@ -4,6 +4,7 @@ use super::ring::{Log, View};
 use super::SlidingLog;
 use crate::clock::Timestamp;
 use crate::decision::RateLimitHeaders;
+use crate::sync::AtomicU64;
 use std::time::Duration;
 
 /// The outcome of a sliding log's check or peek: allowed or denied, the limit, what remains,
@@ -44,23 +45,32 @@ pub struct SlidingLogDecision<'log> {
     now_ns: u64,
     retry_after_ns: u64,
     reset_after_ns: u64,
-    /// The log the decision was made on; `None` for a new key a full keyed table did not
-    /// track, whose remaining units are then `untracked_remaining`.
-    log: Option<Log<'log>>,
-    untracked_remaining: u64,
+    remaining: Remaining<'log>,
     untracked: bool,
+}
+
+/// Where a decision's `remaining` comes from (kept small: every check returns a decision).
+#[derive(Debug, Clone, Copy)]
+enum Remaining<'log> {
+    /// Counted when asked, on the log the decision was made on: its position word and records.
+    Counted {
+        next: &'log AtomicU64,
+        records: &'log [AtomicU64],
+    },
+    /// Known when decided: a new key judged without a log of its own.
+    Fixed(u64),
 }
 
 impl<'log> SlidingLogDecision<'log> {
     /// The decision made on `view` for `cost` units: `recorded` if a check admitted them (they
     /// are then the latest units), not for a denial or a peek.
     #[inline]
-    pub(super) fn new(
+    pub(super) fn new<const KEYED: bool>(
         view: View,
         cost: u64,
         recorded: bool,
         quota: SlidingLog,
-        log: Log<'log>,
+        log: Log<'log, KEYED>,
     ) -> Self {
         SlidingLogDecision {
             allowed: view.fits,
@@ -72,8 +82,10 @@ impl<'log> SlidingLogDecision<'log> {
                 true => quota.window_ns(),
                 false => view.reset_after_ns,
             },
-            log: Some(log),
-            untracked_remaining: 0,
+            remaining: Remaining::Counted {
+                next: log.next(),
+                records: log.records(),
+            },
             untracked: false,
         }
     }
@@ -98,12 +110,11 @@ impl<'log> SlidingLogDecision<'log> {
             now_ns,
             retry_after_ns,
             reset_after_ns: if recorded { quota.window_ns() } else { 0 },
-            log: None,
-            untracked_remaining: match (allowed, recorded) {
+            remaining: Remaining::Fixed(match (allowed, recorded) {
                 (false, _) => 0,
                 (true, true) => quota.limit() - cost,
                 (true, false) => quota.limit(),
-            },
+            }),
             untracked,
         }
     }
@@ -133,8 +144,10 @@ impl<'log> SlidingLogDecision<'log> {
     /// How many unit-cost requests would pass at the decision's time: the limit less the units
     /// in the window.
     pub fn remaining(&self) -> u64 {
-        let Some(log) = self.log else {
-            return self.untracked_remaining;
+        let log = match self.remaining {
+            // A direct log's position word is a keyed one without the reuse flag.
+            Remaining::Counted { next, records } => Log::<true>::of(next, records),
+            Remaining::Fixed(remaining) => return remaining,
         };
         let in_window =
             log.units_in_window(self.quota.limit(), self.quota.window_ns(), self.now_ns);

@@ -367,6 +367,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
         LogRecords {
             records: &self.records,
             per_slot: self.records_per_slot,
+            ring_bits: self.records_per_slot.trailing_zeros(),
             new_key_floors_ns: &self.new_key_floors_ns,
         }
     }

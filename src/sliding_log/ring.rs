@@ -103,14 +103,17 @@ pub(crate) enum Seal {
 pub(crate) struct Ring {
     next: CachePadded<AtomicU64>,
     records: Box<[AtomicU64]>,
+    ring_bits: u32,
 }
 
 impl Ring {
     /// A ring for `limit` units (`limit` ≥ 1), or `None` if the allocator cannot provide it.
     pub(crate) fn new(limit: u64) -> Option<Ring> {
+        let records = empty_records(usize::try_from(limit).ok()?.checked_next_power_of_two()?)?;
         Some(Ring {
             next: CachePadded::new(AtomicU64::new(0)),
-            records: empty_records(usize::try_from(limit).ok()?.checked_next_power_of_two()?)?,
+            ring_bits: records.len().trailing_zeros(),
+            records,
         })
     }
 
@@ -120,9 +123,9 @@ impl Ring {
     }
 
     /// The log this ring holds.
-    #[inline]
-    pub(crate) fn log(&self) -> Log<'_> {
-        Log::new(&self.next, &self.records)
+    #[inline(always)]
+    pub(crate) fn log(&self) -> Log<'_, false> {
+        Log::new(&self.next, &self.records, self.ring_bits)
     }
 
     /// Admits `cost` units (1 to the limit, at most 16) at `reading_ns` if they fit: the view the
@@ -164,34 +167,63 @@ pub(crate) fn empty_records(count: usize) -> Option<Box<[AtomicU64]>> {
 }
 
 /// A log: the word naming the next request's position and the ring of records, borrowed from
-/// their owner (a [`Ring`], or a keyed slot's state word and the records beside the table).
+/// their owner (a [`Ring`], or, `KEYED`, a keyed slot's state word and the records beside the
+/// table, whose position word may carry the reuse flag).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Log<'log> {
+pub(crate) struct Log<'log, const KEYED: bool> {
     next: &'log AtomicU64,
     records: &'log [AtomicU64],
     ring_bits: u32,
 }
 
-impl<'log> Log<'log> {
-    /// The log of `next` and `records` (a power of two of them).
-    #[inline]
-    pub(crate) fn new(next: &'log AtomicU64, records: &'log [AtomicU64]) -> Self {
-        debug_assert!(records.len().is_power_of_two());
-        Log {
-            next,
-            records,
-            ring_bits: records.len().trailing_zeros(),
+impl<'log, const KEYED: bool> Log<'log, KEYED> {
+    /// The position in a position word: a direct log's word is its position.
+    #[inline(always)]
+    const fn position(word: u64) -> u64 {
+        if KEYED {
+            word & POSITION_MASK
+        } else {
+            word
         }
     }
 
-    #[inline]
+    /// The log of `next` and `records` (`2^ring_bits` of them).
+    #[inline(always)]
+    pub(crate) fn new(next: &'log AtomicU64, records: &'log [AtomicU64], ring_bits: u32) -> Self {
+        debug_assert_eq!(records.len(), 1 << ring_bits);
+        Log {
+            next,
+            records,
+            ring_bits,
+        }
+    }
+
+    /// The log of `next` and `records` (a power of two of them), computing what
+    /// [`new`](Self::new) is given.
+    pub(crate) fn of(next: &'log AtomicU64, records: &'log [AtomicU64]) -> Self {
+        Log::new(next, records, records.len().trailing_zeros())
+    }
+
+    /// The position word.
+    #[inline(always)]
+    pub(crate) fn next(&self) -> &'log AtomicU64 {
+        self.next
+    }
+
+    /// The records.
+    #[inline(always)]
+    pub(crate) fn records(&self) -> &'log [AtomicU64] {
+        self.records
+    }
+
+    #[inline(always)]
     fn slot(&self, position: u64) -> &AtomicU64 {
         // The mask keeps the index below the record count, a `usize`.
         &self.records[(position & (self.records.len() as u64 - 1)) as usize]
     }
 
     /// The position word.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn load_next(&self) -> u64 {
         // ORDERING: Acquire, pairing with the AcqRel CAS that advanced `next` (in `advance`),
         // or with the Release store that published a keyed slot: every record before the
@@ -200,7 +232,7 @@ impl<'log> Log<'log> {
         self.next.load(Ordering::Acquire)
     }
 
-    #[inline]
+    #[inline(always)]
     fn load_slot(&self, position: u64) -> u64 {
         // ORDERING: Acquire, pairing with the AcqRel CAS that wrote the record (`write`): a
         // helper that reads a first record sees what its writer saw before writing it.
@@ -210,7 +242,7 @@ impl<'log> Log<'log> {
     /// Steps 1 to 4 of a check at `start`, a value of `next` the caller loaded: a view of the
     /// log proved to be a snapshot (`next` was `start` throughout), or `None` if `next` moved
     /// (after finishing a request found half written there).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn snapshot_at(
         &self,
         start: u64,
@@ -219,7 +251,7 @@ impl<'log> Log<'log> {
         limit: u64,
         window_ns: u64,
     ) -> Option<Snapshot> {
-        let position = start & POSITION_MASK;
+        let position = Self::position(start);
         let head = self.load_slot(position);
         if record::holds(head, position, self.ring_bits) {
             self.finish(start, head);
@@ -232,10 +264,10 @@ impl<'log> Log<'log> {
     /// Step 5 of an admission of `cost` units on a snapshot that fits: claims the request's
     /// first position, writes its other records and advances `next`. False if another request
     /// claimed the position first (nothing was admitted: check again).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn claim(&self, snapshot: &Snapshot, cost: u64) -> bool {
         debug_assert!(snapshot.view.fits && (1..=MAX_UNITS_PER_REQUEST).contains(&cost));
-        let position = snapshot.start & POSITION_MASK;
+        let position = Self::position(snapshot.start);
         let first = record::record(position, self.ring_bits, snapshot.view.now_ns, cost - 1);
         if !self.write(position, snapshot.head, first) {
             return false;
@@ -251,7 +283,7 @@ impl<'log> Log<'log> {
     /// Steps 2 and 3 of a check starting at `start` (valid only if `next` is still `start`
     /// afterwards). `None` if a record read is already a lap ahead of its position: a request
     /// started at `start` since `head` was read, and is writing its units over them.
-    #[inline]
+    #[inline(always)]
     fn view(
         &self,
         start: u64,
@@ -284,7 +316,7 @@ impl<'log> Log<'log> {
 
     /// The record of `position` (one before `next`), or `None` if its slot already holds the
     /// record of the position a lap after it.
-    #[inline]
+    #[inline(always)]
     fn read(&self, position: u64) -> Option<u64> {
         let word = self.load_slot(position);
         record::holds(word, position, self.ring_bits).then_some(word)
@@ -298,7 +330,7 @@ impl<'log> Log<'log> {
         let units = record::rest(first) + 1;
         let time_ns = record::time_ns(first).unwrap_or(0);
         for offset in 1..units {
-            let position = (start & POSITION_MASK) + offset;
+            let position = Self::position(start) + offset;
             let wanted = record::record(position, self.ring_bits, time_ns, units - 1 - offset);
             loop {
                 let word = self.load_slot(position);
@@ -345,7 +377,7 @@ impl<'log> Log<'log> {
     /// The time of the latest unit of a log whose `next` is `start`, if it has one (`None`
     /// also when that record was already overwritten: `next` has moved on).
     pub(crate) fn latest_ns(&self, start: u64) -> Option<u64> {
-        let position = (start & POSITION_MASK).checked_sub(1)?;
+        let position = Self::position(start).checked_sub(1)?;
         record::time_ns(self.read(position)?)
     }
 
@@ -359,7 +391,7 @@ impl<'log> Log<'log> {
         window_ns: u64,
         reading_ns: u64,
     ) -> Option<u64> {
-        let position = (start & POSITION_MASK).checked_sub(1)?;
+        let position = Self::position(start).checked_sub(1)?;
         let Some(latest) = self.read(position) else {
             return Some(u64::MAX);
         };
@@ -384,7 +416,7 @@ impl<'log> Log<'log> {
     /// differs only in its `rest` field, which nothing reads once that record's request is
     /// finished: the log is unchanged, but a compare-and-swap from the old word now fails.
     pub(crate) fn seal(&self, start: u64) -> Seal {
-        let position = start & POSITION_MASK;
+        let position = Self::position(start);
         let head = self.load_slot(position);
         if record::holds(head, position, self.ring_bits) {
             return Seal::Started(head);
@@ -404,7 +436,7 @@ impl<'log> Log<'log> {
         let units = record::rest(first) + 1;
         let time_ns = record::time_ns(first).unwrap_or(0);
         for offset in 1..units {
-            let position = (start & POSITION_MASK) + offset;
+            let position = Self::position(start) + offset;
             let wanted = record::record(position, self.ring_bits, time_ns, units - 1 - offset);
             loop {
                 let word = self.load_slot(position);
@@ -426,7 +458,7 @@ impl<'log> Log<'log> {
         if end >= crate::keyed::RESERVED {
             return 0;
         }
-        let end = end & POSITION_MASK;
+        let end = Self::position(end);
         // Times are sorted along positions: find the first position still in the window.
         let (mut low, mut high) = (end.saturating_sub(limit), end);
         while low < high {
