@@ -53,7 +53,8 @@
 //! keeps such a limit per key on the keyed table (see [`inflight`]).
 //!
 //! [`SlidingLogLimiter`] is the exact sliding log: one record per admitted unit, so no window of
-//! length `W` ever holds more than `L` units (see [`sliding_log`]).
+//! length `W` ever holds more than `L` units; [`KeyedSlidingLogLimiter`](sliding_log::KeyedSlidingLogLimiter)
+//! keeps such a log per key on the keyed table (see [`sliding_log`]).
 //!
 //! The modules follow the layers: [`quota`] (pure step functions) → the compare-and-swap driver
 //! and the operations it applies (check, reserve, cancel) → [`Decision`] and [`Request`] → the

@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::sliding_log::{observed, quotas, Expected, ReferenceLog};
 use common::{at, proptest_config, DAY_NS, HORIZON_NS, SECOND_NS};
 use nanolimit::sliding_log::{
     KeyedSlidingLogError, KeyedSlidingLogLimiter, SlidingLog, SlidingLogDecision, MAX_KEYED_LIMIT,
@@ -17,7 +18,6 @@ use nanolimit::{Hashed, KeyMode, ManualClock, Request, RequestError, TableError,
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use std::cell::Cell;
-use std::collections::VecDeque;
 use std::hash::Hash;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,92 +57,6 @@ fn large_table(quota: SlidingLog) -> KeyedSlidingLogLimiter<u64, ManualClock> {
 }
 
 // --- The reference ---------------------------------------------------------------------------
-
-/// The reference for one key: every admitted unit's time, oldest first, judged the way the
-/// module documents (a request of cost `n` at `t` passes iff the units in `(t − W, t]` plus `n`
-/// are at most `L`; a reading behind the latest unit is judged at the latest unit's time). It
-/// keeps the key's whole history, whatever the table does with the key's entry.
-struct ReferenceLog {
-    limit: u64,
-    window_ns: u64,
-    units: VecDeque<u64>,
-}
-
-/// What a decision says: (allowed, remaining, reset-after, retry-after, judged-at), in
-/// nanoseconds.
-type Expected = (bool, u64, u64, u64, u64);
-
-impl ReferenceLog {
-    fn new(quota: &SlidingLog) -> Self {
-        ReferenceLog {
-            limit: quota.limit(),
-            window_ns: quota.window().as_nanos() as u64,
-            units: VecDeque::new(),
-        }
-    }
-
-    fn judged_at(&self, reading_ns: u64) -> u64 {
-        self.units
-            .back()
-            .map_or(reading_ns, |&latest| latest.max(reading_ns))
-    }
-
-    /// The units in the window at `now_ns`, oldest first.
-    fn in_window(&self, now_ns: u64) -> Vec<u64> {
-        self.units
-            .iter()
-            .copied()
-            .filter(|&time| time + self.window_ns > now_ns)
-            .collect()
-    }
-
-    fn decide(&mut self, cost: u64, reading_ns: u64, record: bool) -> Expected {
-        let now_ns = self.judged_at(reading_ns);
-        let in_window = self.in_window(now_ns);
-        let count = in_window.len() as u64;
-        let allowed = count + cost <= self.limit;
-        let retry_after_ns = if allowed {
-            0
-        } else {
-            // The unit that must leave for `cost` more to fit.
-            let must_leave = in_window[(count + cost - self.limit - 1) as usize];
-            must_leave + self.window_ns - now_ns
-        };
-        if allowed && record {
-            for _ in 0..cost {
-                self.units.push_back(now_ns);
-            }
-        }
-        let remaining = self.limit - self.in_window(now_ns).len() as u64;
-        let reset_after_ns = self.units.back().map_or(0, |&latest| {
-            (latest + self.window_ns).saturating_sub(now_ns)
-        });
-        (allowed, remaining, reset_after_ns, retry_after_ns, now_ns)
-    }
-}
-
-fn observed(decision: &SlidingLogDecision<'_>) -> Expected {
-    (
-        decision.is_allowed(),
-        decision.remaining(),
-        decision.reset_after().as_nanos() as u64,
-        decision.retry_after().as_nanos() as u64,
-        decision.judged_at().as_ns(),
-    )
-}
-
-fn quotas() -> Vec<SlidingLog> {
-    vec![
-        SlidingLog::new(1, Duration::from_nanos(1)).unwrap(),
-        SlidingLog::new(1, Duration::from_nanos(100)).unwrap(),
-        SlidingLog::new(3, Duration::from_nanos(1_000)).unwrap(),
-        SlidingLog::new(4, Duration::from_nanos(1_000)).unwrap(),
-        SlidingLog::new(5, Duration::from_nanos(777)).unwrap(),
-        SlidingLog::new(16, Duration::from_nanos(5_000)).unwrap(),
-        SlidingLog::new(37, Duration::from_nanos(10_000)).unwrap(),
-        SlidingLog::per_minute(10).unwrap(),
-    ]
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Operation {

@@ -10,6 +10,7 @@
 //! | `placement.rs`, `hints.rs` | where a key may live; one-byte lookup hints |
 //! | `slot.rs` | a slot's identity and state words |
 //! | `protocol.rs` | checks, peeks and inserts on shared slots, and why they are ABA-free |
+//! | `log_slots.rs` | keyed sliding logs: a log's protocol on slots, records beside the table |
 //!
 //! Reservations and waits on keyed limiters are in [`throttle`](crate::throttle) (they run
 //! through the same protocol).

@@ -54,6 +54,14 @@
 //! assert_eq!(denied.retry_after(), Duration::from_secs(10 * 60));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Per key
+//!
+//! [`KeyedSlidingLogLimiter`] keeps one log per key on the keyed limiters' bounded table, for
+//! limits up to [`MAX_KEYED_LIMIT`] (each slot of the table has a ring of records beside it). A
+//! check of a key the table holds runs the same protocol on the key's slot, whose state word is
+//! the log's position; `src/keyed/log_slots.rs` says how a slot passes from one key to another
+//! without a check ever counting in the wrong key's log.
 
 mod decision;
 mod keyed;

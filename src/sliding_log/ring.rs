@@ -49,6 +49,14 @@
 //!   which step 4 detects by parity; so a view that passes step 4 holds the records of the
 //!   positions it read, and decides exactly as the reference log would on the same units.
 
+//!
+//! # Owned and borrowed logs
+//!
+//! The protocol runs on a [`Log`]: the position word and the records, borrowed. A direct
+//! limiter's [`Ring`] owns both; a keyed slot lends its state word as the position word, and
+//! the records beside the table (`src/keyed/log_slots.rs`), whose inserter also uses
+//! [`Log::seal`] and [`Log::finish_held`] when it passes a slot to another key.
+
 use super::record::{self, MAX_UNITS_PER_REQUEST};
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;

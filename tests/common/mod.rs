@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod keyed;
+pub mod sliding_log;
 
 use nanolimit::{
     Clock, Decision, Limiter, ManualClock, Quota, Request, RequestError, Step, Timestamp,
