@@ -4,7 +4,9 @@
 //! the [`KeyedSubject`] trait every keyed benchmark shares (`benches/shared/keyed_subjects.rs`),
 //! which nanolimit's and governor's keyed limiters implement there and the mutex-hashmap here.
 
-use crate::keyed_subjects::{unbounded_map_report, KeyedSubject};
+use crate::keyed_subjects::{
+    table_report, table_stored_keys, table_untracked_new_keys, unbounded_map_report, KeyedSubject,
+};
 use crate::measure::{Outcome, Worker, ALLOWED, LEGITIMATE_ALLOWED};
 use crate::quota_spec::QuotaSpec;
 use crossbeam_utils::CachePadded;
@@ -202,24 +204,15 @@ impl KeyedSubject for KeyedSlidingLogLimiter<u64> {
     }
 
     fn stored_keys(&self) -> u64 {
-        let stats = self.stats();
-        stats.inserts - stats.reclaims - stats.evictions
+        table_stored_keys(&self.stats())
     }
 
     fn untracked_new_keys(&self) -> u64 {
-        let stats = self.stats();
-        stats.refused_new_keys + stats.untracked_new_keys
+        table_untracked_new_keys(&self.stats())
     }
 
     fn state_report(&self) -> String {
-        let stats = self.stats();
-        format!(
-            "{} B/key; inserts {}, reclaims {}, refused new keys {}",
-            self.bytes_per_key(),
-            stats.inserts,
-            stats.reclaims,
-            stats.refused_new_keys,
-        )
+        table_report(self.bytes_per_key(), &self.stats())
     }
 }
 

@@ -13,7 +13,8 @@ use crate::quota_spec::{FromSpec, QuotaSpec};
 use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
 use nanolimit::{
-    Exact, Hashed, KeyedLimiter, ManualClock, QuantaClock, Timestamp, UpkeepClock, WhenFull,
+    Exact, Hashed, KeyedLimiter, KeyedStats, ManualClock, QuantaClock, Timestamp, UpkeepClock,
+    WhenFull,
 };
 use std::hash::BuildHasher;
 
@@ -115,26 +116,15 @@ macro_rules! nanolimit_subject {
             }
 
             fn stored_keys(&self) -> u64 {
-                let stats = self.stats();
-                stats.inserts - stats.reclaims - stats.evictions
+                table_stored_keys(&self.stats())
             }
 
             fn untracked_new_keys(&self) -> u64 {
-                let stats = self.stats();
-                stats.refused_new_keys + stats.untracked_new_keys
+                table_untracked_new_keys(&self.stats())
             }
 
             fn state_report(&self) -> String {
-                let stats = self.stats();
-                format!(
-                    "{} B/key; inserts {}, reclaims {}, refused new keys {}, untracked new keys {}, evictions {}",
-                    self.bytes_per_key(),
-                    stats.inserts,
-                    stats.reclaims,
-                    stats.refused_new_keys,
-                    stats.untracked_new_keys,
-                    stats.evictions,
-                )
+                table_report(self.bytes_per_key(), &self.stats())
             }
         }
     };
@@ -252,6 +242,28 @@ impl<S: GovernorHasher> KeyedSubject for GovernorKeyed<S> {
     fn sweep(&self) {
         sweep_unbounded_map(Self::NAME, || self.len(), || self.retain_recent());
     }
+}
+
+/// Keys a nanolimit table holds, from its counters.
+pub fn table_stored_keys(stats: &KeyedStats) -> u64 {
+    stats.inserts - stats.reclaims - stats.evictions
+}
+
+/// New keys a nanolimit table could not hold, from its counters.
+pub fn table_untracked_new_keys(stats: &KeyedStats) -> u64 {
+    stats.refused_new_keys + stats.untracked_new_keys
+}
+
+/// The state report of a nanolimit table (keyed limiters, the keyed sliding log).
+pub fn table_report(bytes_per_key: usize, stats: &KeyedStats) -> String {
+    format!(
+        "{bytes_per_key} B/key; inserts {}, reclaims {}, refused new keys {}, untracked new keys {}, evictions {}",
+        stats.inserts,
+        stats.reclaims,
+        stats.refused_new_keys,
+        stats.untracked_new_keys,
+        stats.evictions,
+    )
 }
 
 /// The state report of an implementation whose map is unbounded.

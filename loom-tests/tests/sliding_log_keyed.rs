@@ -166,35 +166,53 @@ fn reclaim_setup(old_units: u64, live_units: u64) -> Vec<(u64, u64, u64)> {
     before
 }
 
+/// A race for the old key's slot: on a one-bucket table of `limit` units set up by `before`
+/// (the old key's units, and every other slot's key live), the old key checks `old_cost` units
+/// while the new key checks one, both read at `reading_ns`. Exactly one is admitted, into its
+/// own log; the other is refused by the full table.
+fn race_for_the_old_key_s_slot(
+    name: &'static str,
+    limit: u64,
+    when_full: WhenFull,
+    before: Vec<(u64, u64, u64)>,
+    old_cost: u64,
+    reading_ns: u64,
+) {
+    explore(name, RACES_WITH_AN_INSERT, move || {
+        let limiter = limiter(limit, when_full, &before);
+        let check = |key, cost| Check {
+            key,
+            cost,
+            reading_ns,
+        };
+        let plans = vec![vec![check(OLD_KEY, old_cost)], vec![check(NEW_KEY, 1)]];
+        let outcomes = run_concurrently(ModelThread::OnlyJoins, &limiter, plans, perform);
+        assert_no_window_holds_more_than(limit, &before, &outcomes);
+        // The winner's log is full after one more unit (the old key) or the rest of the limit
+        // less one (the new key, which inherits nothing after a reclaim).
+        let probe_cost = match (outcomes[0][0].allowed, when_full) {
+            (true, _) => 1,
+            (false, WhenFull::EvictClosestToFresh) => 1,
+            (false, _) => limit,
+        };
+        assert_one_admitted_into_its_own_log(&limiter, &outcomes, probe_cost);
+        assert_eq!(limiter.entries(), 8);
+    });
+}
+
 /// The old key checks one unit at 10 while a new key's insert reclaims its slot (its unit at 0
 /// has left the window at 10; every other slot is live), on a limit of one. Either the old
 /// key's check takes the position first, and keeps its slot (the new key is refused), or the
 /// seal does, and the old key's check starts over, finds no slot, and is refused.
 #[test]
 fn a_check_of_the_old_key_races_the_reclaim_of_its_slot() {
-    let before = reclaim_setup(1, 1);
-    explore(
+    race_for_the_old_key_s_slot(
         "keyed sliding log: a check of the old key races a reclaim, limit 1",
-        RACES_WITH_AN_INSERT,
-        move || {
-            let limiter = limiter(1, WhenFull::Deny, &before);
-            let plans = vec![
-                vec![Check {
-                    key: OLD_KEY,
-                    cost: 1,
-                    reading_ns: 10,
-                }],
-                vec![Check {
-                    key: NEW_KEY,
-                    cost: 1,
-                    reading_ns: 10,
-                }],
-            ];
-            let outcomes = run_concurrently(ModelThread::OnlyJoins, &limiter, plans, perform);
-            assert_no_window_holds_more_than(1, &before, &outcomes);
-            assert_one_admitted_into_its_own_log(&limiter, &outcomes, 1);
-            assert_eq!(limiter.entries(), 8);
-        },
+        1,
+        WhenFull::Deny,
+        reclaim_setup(1, 1),
+        1,
+        10,
     );
 }
 
@@ -203,33 +221,13 @@ fn a_check_of_the_old_key_races_the_reclaim_of_its_slot() {
 /// giving the slot back to the old key.
 #[test]
 fn a_request_of_two_units_of_the_old_key_races_the_reclaim_of_its_slot() {
-    let before = reclaim_setup(2, 1);
-    explore(
+    race_for_the_old_key_s_slot(
         "keyed sliding log: 2 units of the old key race a reclaim, limit 2",
-        RACES_WITH_AN_INSERT,
-        move || {
-            let limiter = limiter(2, WhenFull::Deny, &before);
-            let plans = vec![
-                vec![Check {
-                    key: OLD_KEY,
-                    cost: 2,
-                    reading_ns: 10,
-                }],
-                vec![Check {
-                    key: NEW_KEY,
-                    cost: 1,
-                    reading_ns: 10,
-                }],
-            ];
-            let outcomes = run_concurrently(ModelThread::OnlyJoins, &limiter, plans, perform);
-            assert_no_window_holds_more_than(2, &before, &outcomes);
-            // The old key's two units, or the new key's one and room for one more.
-            let probe_cost = match outcomes[0][0].allowed {
-                true => 1,
-                false => 2,
-            };
-            assert_one_admitted_into_its_own_log(&limiter, &outcomes, probe_cost);
-        },
+        2,
+        WhenFull::Deny,
+        reclaim_setup(2, 1),
+        2,
+        10,
     );
 }
 
@@ -239,28 +237,13 @@ fn a_request_of_two_units_of_the_old_key_races_the_reclaim_of_its_slot() {
 /// key's unit.
 #[test]
 fn a_check_of_the_old_key_races_its_eviction() {
-    let before = reclaim_setup(1, 2);
-    explore(
+    race_for_the_old_key_s_slot(
         "keyed sliding log: a check of the old key races its eviction, limit 2",
-        RACES_WITH_AN_INSERT,
-        move || {
-            let limiter = limiter(2, WhenFull::EvictClosestToFresh, &before);
-            let plans = vec![
-                vec![Check {
-                    key: OLD_KEY,
-                    cost: 1,
-                    reading_ns: 6,
-                }],
-                vec![Check {
-                    key: NEW_KEY,
-                    cost: 1,
-                    reading_ns: 6,
-                }],
-            ];
-            let outcomes = run_concurrently(ModelThread::OnlyJoins, &limiter, plans, perform);
-            assert_no_window_holds_more_than(2, &before, &outcomes);
-            assert_one_admitted_into_its_own_log(&limiter, &outcomes, 1);
-        },
+        2,
+        WhenFull::EvictClosestToFresh,
+        reclaim_setup(1, 2),
+        1,
+        6,
     );
 }
 

@@ -335,6 +335,19 @@ impl<'log, const KEYED: bool> Log<'log, KEYED> {
     /// first CAS, and what any thread that finds the request unfinished does (help).
     #[cold]
     fn finish(&self, start: u64, first: u64) {
+        let (units, written) = self.write_rest(start, first, false);
+        if written {
+            self.advance(start, units);
+        }
+    }
+
+    /// Writes the records that follow the first record `first` of the request started at
+    /// `start` (those not written yet). Returns the request's units, and whether they are all
+    /// written: not if `next` moved on meanwhile (another thread finished the request).
+    /// `held`: the caller holds the keyed slot's state word (`finish_held`), so `next` cannot
+    /// move.
+    #[inline]
+    fn write_rest(&self, start: u64, first: u64, held: bool) -> (u64, bool) {
         let units = record::rest(first) + 1;
         let time_ns = record::time_ns(first).unwrap_or(0);
         for offset in 1..units {
@@ -345,8 +358,8 @@ impl<'log, const KEYED: bool> Log<'log, KEYED> {
                 // Only while `next` is `start` does the slot hold this position's record or
                 // the one a lap before; else the request is finished and the slot may be on a
                 // later lap.
-                if self.load_next() != start {
-                    return;
+                if !held && self.load_next() != start {
+                    return (units, false);
                 }
                 if record::holds(word, position, self.ring_bits)
                     || self.write(position, word, wanted)
@@ -355,7 +368,7 @@ impl<'log, const KEYED: bool> Log<'log, KEYED> {
                 }
             }
         }
-        self.advance(start, units);
+        (units, true)
     }
 
     /// Replaces `position`'s slot's `observed` word with `record`; false if the slot changed.
@@ -441,21 +454,7 @@ impl<'log, const KEYED: bool> Log<'log, KEYED> {
     /// `start` and each slot holds its position's record or the one a lap before), and returns
     /// the position after it, for the inserter to publish.
     pub(crate) fn finish_held(&self, start: u64, first: u64) -> u64 {
-        let units = record::rest(first) + 1;
-        let time_ns = record::time_ns(first).unwrap_or(0);
-        for offset in 1..units {
-            let position = Self::position(start) + offset;
-            let wanted = record::record(position, self.ring_bits, time_ns, units - 1 - offset);
-            loop {
-                let word = self.load_slot(position);
-                if record::holds(word, position, self.ring_bits)
-                    || self.write(position, word, wanted)
-                {
-                    break;
-                }
-            }
-        }
-        start + units
+        start + self.write_rest(start, first, true).0
     }
 
     /// How many units are in the window `(now_ns − window_ns, now_ns]` among the last `limit`
