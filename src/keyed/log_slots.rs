@@ -77,12 +77,16 @@ use crate::sync::{AtomicU64, Ordering};
 pub(crate) enum LogOutcome<'log> {
     /// Judged on the key's log (`view.fits`: admitted, for a check).
     Judged { view: View, log: Log<'log, true> },
-    /// A new key judged on an empty log (a peek that found a slot free for it).
-    Empty,
+    /// A new key judged on an empty log at `judged_ns` (a peek that found a slot free for it).
+    Empty { judged_ns: u64 },
     /// A new key the full table admits without tracking it ([`WhenFull::Allow`]).
-    Untracked,
-    /// A new key the full table refuses: nanoseconds until a slot empties, if one will.
-    Refused { retry_after_ns: Option<u64> },
+    Untracked { judged_ns: u64 },
+    /// A new key refused at `judged_ns` (the table is full, or the log it would inherit by
+    /// eviction is): nanoseconds until it would pass, if known.
+    Refused {
+        retry_after_ns: Option<u64>,
+        judged_ns: u64,
+    },
 }
 
 /// What the keyed logs keep beside the table.
@@ -195,7 +199,11 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         loop {
             let (slot, state) = match self.choose_slot_by(placement, None, &rank) {
                 Ok(Candidate::Evictable { slot, state }) => (slot, state),
-                Ok(_) => return LogOutcome::Empty,
+                Ok(_) => {
+                    return LogOutcome::Empty {
+                        judged_ns: judging_ns,
+                    }
+                }
                 Err(full) => return self.full_outcome(full, judging_ns),
             };
             let log = self.log_of(records, placement.shard, slot);
@@ -214,6 +222,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                 Some(snapshot) => {
                     return LogOutcome::Refused {
                         retry_after_ns: Some(snapshot.view.retry_after_ns),
+                        judged_ns: snapshot.view.now_ns,
                     }
                 }
                 // The slot changed, or is being reassigned: choose again.
@@ -246,12 +255,15 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         }
     }
 
-    /// The outcome for a new key that a full table has no slot for.
+    /// The outcome for a new key that a full table has no slot for, judged at `reading_ns`.
     fn full_outcome<'log>(&self, full: Full, reading_ns: u64) -> LogOutcome<'log> {
         match self.when_full {
-            WhenFull::Allow => LogOutcome::Untracked,
+            WhenFull::Allow => LogOutcome::Untracked {
+                judged_ns: reading_ns,
+            },
             // The largest rank stands for a slot that changed as it was read: no time to give.
             _ => LogOutcome::Refused {
+                judged_ns: reading_ns,
                 retry_after_ns: full
                     .soonest_rank
                     .filter(|&rank| rank != u64::MAX)
@@ -285,13 +297,16 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         // A key whose entry was reclaimed and that comes back with a reading behind that
         // reclaim is judged no earlier than when its old units had all left the window: else
         // a timestamp taken before a preemption could get it more than the limit in a window.
+        // A key the table holds is judged at its reading, as on the lock-free path.
         let floor_ns = self.new_key_floor_ns(records, shard);
-        let reading_ns = reading_ns.max(floor_ns);
-        let rank = self.log_rank(records, shard, reading_ns);
-        let slot = loop {
+        let judging_ns = reading_ns.max(floor_ns);
+        let rank = self.log_rank(records, shard, judging_ns);
+        loop {
             let (slot, previous, event) =
                 match self.choose_slot_by(placement, Some(identity), &rank) {
-                    Ok(Candidate::Holding { slot, .. }) => break slot,
+                    Ok(Candidate::Holding { slot, .. }) => {
+                        return self.log_check_slot(records, shard, slot, cost, reading_ns);
+                    }
                     Ok(Candidate::Vacant(slot)) => (slot, None, None),
                     Ok(Candidate::Reclaimable { slot, state }) => {
                         (slot, Some(state), Some(TableEvent::Reclaim))
@@ -303,7 +318,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                         let judged = log.snapshot_at(
                             state,
                             cost,
-                            reading_ns,
+                            judging_ns,
                             quota.limit(),
                             quota.window_ns(),
                         );
@@ -313,6 +328,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                                 self.table.count(shard, TableEvent::RefusedNewKey);
                                 return LogOutcome::Refused {
                                     retry_after_ns: Some(snapshot.view.retry_after_ns),
+                                    judged_ns: snapshot.view.now_ns,
                                 };
                             }
                             Some(_) => (slot, Some(state), Some(TableEvent::Eviction)),
@@ -326,7 +342,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                                 _ => TableEvent::RefusedNewKey,
                             },
                         );
-                        return self.full_outcome(full, reading_ns);
+                        return self.full_outcome(full, judging_ns);
                     }
                 };
             // A vacant slot's log was never written: position 0. A reused slot keeps its
@@ -361,13 +377,34 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                 self.table.count(shard, event);
             }
             self.table.set_hint(placement, slot);
-            publish(slot, identity, start);
-            break slot;
-        };
-        // The slot holds the key until the lock is released: check until decided. A new key's
-        // check fits (an empty log, one whose units have all left the window at this reading,
-        // or an evicted one judged above), so it takes the position just sealed, or a check of
-        // the same key racing it does: no position is sealed twice.
+            // The new key's first check, made before its identity is published: no other
+            // check of it can come first, with a reading behind the floor. It fits (an empty
+            // log, one whose units have all left the window at this time, or an evicted one
+            // judged above), so the word published is past the sealed position: no position is
+            // sealed twice.
+            let log = self.log_of(records, shard, slot);
+            let limit = quota.limit();
+            let judged = log.admit_held(start, cost, judging_ns, limit, quota.window_ns());
+            let Some((view, next)) = judged else {
+                // Not reached (a held log reads as a snapshot); check as any thread would.
+                publish(slot, identity, start);
+                return self.log_check_slot(records, shard, slot, cost, judging_ns);
+            };
+            publish(slot, identity, next);
+            return LogOutcome::Judged { view, log };
+        }
+    }
+
+    /// Checks `slot`, which holds the key and keeps it while the caller holds the shard's
+    /// insert lock, until decided.
+    fn log_check_slot<'log>(
+        &'log self,
+        records: LogRecords<'log>,
+        shard: usize,
+        slot: &'log M::Slot,
+        cost: u64,
+        reading_ns: u64,
+    ) -> LogOutcome<'log> {
         let log = self.log_of(records, shard, slot);
         loop {
             let start = log.load_next();

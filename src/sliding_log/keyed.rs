@@ -389,13 +389,13 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     #[inline]
     fn decide(&self, key: &K, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
         let outcome = self.table.log_check(self.records(), key, cost, now.as_ns());
-        self.decision(outcome, cost, now, true)
+        self.decision(outcome, cost, true)
     }
 
     /// The core every peek funnels into.
     fn peek_decision(&self, key: &K, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
         let outcome = self.table.log_peek(self.records(), key, cost, now.as_ns());
-        self.decision(outcome, cost, now, false)
+        self.decision(outcome, cost, false)
     }
 
     #[inline]
@@ -403,7 +403,6 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
         &self,
         outcome: LogOutcome<'log>,
         cost: u64,
-        now: Timestamp,
         check: bool,
     ) -> SlidingLogDecision<'log> {
         let quota = *self.quota();
@@ -411,20 +410,23 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
             LogOutcome::Judged { view, log } => {
                 SlidingLogDecision::new(view, cost, check && view.fits, quota, log)
             }
-            LogOutcome::Empty => {
+            LogOutcome::Empty { judged_ns } => {
                 let fits = cost <= quota.limit();
-                SlidingLogDecision::without_log(fits, false, false, cost, quota, now.as_ns(), 0)
+                SlidingLogDecision::without_log(fits, false, false, cost, quota, judged_ns, 0)
             }
-            LogOutcome::Untracked => {
-                SlidingLogDecision::without_log(true, check, true, cost, quota, now.as_ns(), 0)
+            LogOutcome::Untracked { judged_ns } => {
+                SlidingLogDecision::without_log(true, check, true, cost, quota, judged_ns, 0)
             }
-            LogOutcome::Refused { retry_after_ns } => SlidingLogDecision::without_log(
+            LogOutcome::Refused {
+                retry_after_ns,
+                judged_ns,
+            } => SlidingLogDecision::without_log(
                 false,
                 false,
                 true,
                 cost,
                 quota,
-                now.as_ns(),
+                judged_ns,
                 retry_after_ns.unwrap_or(quota.window_ns()),
             ),
         }

@@ -449,6 +449,37 @@ impl<'log, const KEYED: bool> Log<'log, KEYED> {
         Seal::Started(self.load_slot(position))
     }
 
+    /// For a keyed inserter that holds the slot (its state word reserved, or vacant) for a new
+    /// key at `start`: makes the new key's first check, `cost` units at `reading_ns`, before any
+    /// other thread can reach the slot. If they fit, writes their records (from the head, which
+    /// nobody else can write now) and returns the view with the word to publish, past them; if
+    /// not, the view with `start`. `None` if the log cannot be read as a snapshot at `start`
+    /// or the head changed, which a held log never does.
+    pub(crate) fn admit_held(
+        &self,
+        start: u64,
+        cost: u64,
+        reading_ns: u64,
+        limit: u64,
+        window_ns: u64,
+    ) -> Option<(View, u64)> {
+        let position = Self::position(start);
+        let head = self.load_slot(position);
+        if record::holds(head, position, self.ring_bits) {
+            return None;
+        }
+        let view = self.view(position, cost, reading_ns, limit, window_ns)?;
+        if !view.fits {
+            return Some((view, start));
+        }
+        let first = record::record(position, self.ring_bits, view.now_ns, cost - 1);
+        if !self.write(position, head, first) {
+            return None;
+        }
+        let (units, _) = self.write_rest(start, first, true);
+        Some((view, start + units))
+    }
+
     /// For the inserter of [`seal`](Self::seal) that found a request started at `start` with
     /// first record `first`: writes its other records (the state word is held, so `next` stays
     /// `start` and each slot holds its position's record or the one a lap before), and returns
