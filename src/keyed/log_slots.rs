@@ -17,12 +17,18 @@
 //!   claims the state word from the word `s` it judged (position `k`) to `RESERVED`, then
 //!   **seals** position `k`: it compare-and-swaps the head at `k` to the same record with
 //!   another `rest` field, which nothing reads once that record's request is finished. The log
-//!   is unchanged, but a request that read the old head can no longer start at `k`. Then it
-//!   writes the new key's identity, publishes `s` with the *reuse flag* flipped (bit 62 of the
-//!   position word, `ring.rs`: the same position), and makes the new key's check before
-//!   releasing the lock. That check fits, so it (or a racing check of the same key) takes
-//!   position `k`. The new key continues the old key's log, whose units have all left the
-//!   window at the inserter's reading (reclaim), or which it inherits (eviction).
+//!   is unchanged, but a request that read the old head can no longer start at `k`. Then, while
+//!   the state word is still reserved, it makes the new key's first check itself
+//!   (`Log::admit_held`): the check fits (an empty log, one whose units have all left the window
+//!   at this time, or an evicted log judged to admit it), so it writes the new key's records
+//!   from position `k`. Last, it writes the new key's identity and publishes the position after
+//!   those records, with the *reuse flag* flipped (bit 62 of the position word, `ring.rs`). No
+//!   check of the new key can come before its first one. (Were that first check impossible to
+//!   make, the inserter would publish `k` itself, the flag flipped, and let the key's checks
+//!   run as usual; a held log never meets that case.) The new key continues the old key's
+//!   log, whose units have all left the window at the inserter's time (reclaim), or which it
+//!   inherits (eviction). A vacant slot goes the same way from position 0 (no claim, no seal:
+//!   no check can reach a slot that never held a key).
 //! - **A request of the old key started at `k` first** (its compare-and-swap on the head won):
 //!   the seal fails, or finds that request's record. The request stands, for the old key: the
 //!   inserter writes its other records, publishes the position after it (the slot stays the old
@@ -32,7 +38,12 @@
 //!   fresh log would admit it again within a window of its old units. So each shard keeps a
 //!   floor, raised by every reclaim to the time the reclaimed log's latest unit left the
 //!   window, and a new key's insert is judged no earlier than it (read and written under the
-//!   insert lock).
+//!   insert lock). Since that first check is made before the key is published, every later
+//!   check of the key sees a unit at the floor or later, and is judged no earlier. The floor is
+//!   per shard: a key whose readings ran ahead of the clock (a timestamp from another origin)
+//!   raises it for every new key of its shard once its entry is reclaimed, as far ahead as it
+//!   ran. An eviction forgets the evicted key's units and sets no floor: the evicted key, if
+//!   it comes back, starts on another log (as in the other keyed limiters).
 //!
 //! # Why an admission always counts in its own key's log
 //!
@@ -48,13 +59,15 @@
 //! - a check that read the head *after* the seal: its second load of the state word returns
 //!   `RESERVED` or a later word, never `s` again, so its snapshot fails and it starts over.
 //!
-//! No word repeats in a slot: positions only grow, a reuse flips the flag at the same
-//! position, and the new key's check takes that position before the next reuse can come (so a
-//! flag never flips back at one position). For the same reason no position is sealed twice, and
-//! a sealed head is a word its record never held before and never holds again (later records
-//! there are later in time). A denial writes nothing, and counts only if the state word is
-//! unchanged after the identity was read (behind the Acquire fence of `unchanged_since`), as in
-//! the table's protocol.
+//! No word repeats in a slot: positions only grow (the new key's first word is past the
+//! position sealed, the old key's kept request's word past that request), and the flag
+//! changes with every reuse, which keeps words apart also on the fallback above, where the
+//! position stays. So the table's argument, that a word observed under one key is never seen
+//! again under another, holds here although a reuse may clear the flag and so lower the word. No position is sealed twice either, so a sealed head is a word its record never
+//! held before and never holds again (later records there are later in time). A denial writes
+//! no unit of its own (it may help finish another request), and counts only if the state word
+//! is unchanged after the identity was read (behind the Acquire fence of `unchanged_since`), as
+//! in the table's protocol.
 //!
 //! A key that takes a reclaimed slot sees the old key's records as units that left the window
 //! at the inserter's reading: a reading of the new key behind that reading may still count

@@ -37,7 +37,8 @@
 //!
 //! - **Keyed sliding logs** run their own check and insert paths on the same table
 //!   (`log_slots.rs`): the state word is a log's position, and freshness is read from the
-//!   records beside the table ([`choose_slot_by`](KeyedLimiter::choose_slot_by)).
+//!   records beside the table ([`choose_slot_by`](KeyedLimiter::choose_slot_by)). Their words
+//!   are not monotonic across a reuse; `log_slots.rs` shows why none repeats.
 //!
 //! The insert lock serialises inserts within one shard only; checks never take it, so a check of
 //! a present key never waits for an insert. The lock exists so that two threads inserting the

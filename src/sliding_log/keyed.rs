@@ -92,12 +92,15 @@ impl From<TableError> for KeyedSlidingLogError {
 ///   units had left the window at the time the slot was reused: a reading behind that time (a
 ///   timestamp taken before a preemption) may still count them, and get fewer admissions,
 ///   never more.
-/// - **A key whose entry was reused** and that comes back with a reading behind its old units
-///   is judged no earlier than the time they left the window (each shard keeps that time for
-///   its reused entries), so a stale timestamp never gets a key more than `L` in a window.
+/// - **A key whose entry was reclaimed** and that comes back with a reading behind its old
+///   units is judged no earlier than the time they left the window (each shard keeps that time
+///   for its reclaimed entries), so a stale timestamp never gets a key more than `L` in a
+///   window. The time is per shard: readings that ran ahead of the clock (another clock's
+///   origin) push it ahead for every new key of the shard, as far as they ran.
 /// - **Eviction** ([`WhenFull::EvictClosestToFresh`]) evicts the key whose latest unit is
 ///   oldest, and only for a new key that the evicted log admits: the new key inherits that
-///   log's units, as in the other keyed limiters.
+///   log's units, and the evicted key, if it comes back, starts on another log, as in the other
+///   keyed limiters (its units in the window are forgotten).
 /// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
 ///   hashes share one log (see the [`keyed`](crate::keyed) module); [`Exact`] keys never do.
 ///

@@ -1,14 +1,16 @@
 //! The keyed sliding log's per-key state word, as a crate-private quota, so that the keyed
 //! table (its sizing, builder, hashing and slot markers) holds it: the position at which the
-//! key's next request starts in its log, and the reuse flag (the layout is in `ring.rs`). The records live beside the table, one ring per slot
-//! (`src/keyed/log_slots.rs` runs the log's protocol on them).
+//! key's next request starts in its log, and the reuse flag (the layout is in `ring.rs`). The
+//! records live beside the table, one ring per slot (`src/keyed/log_slots.rs` runs the log's
+//! protocol on them).
 //!
 //! The table's generic check and insert paths never run on this quota: the keyed sliding log
 //! has its own, which reads the records (freshness, for one, depends on the latest record's
 //! time, not on the position). The trait's methods answer as the position alone allows, and
-//! keep the [`Quota`] invariants all the same: a position only grows (a step adds the cost,
-//! and refuses to wrap), a fresh word is 0, and positions never reach the two slot markers
-//! (at most 16 units per request: 2^60 requests before they could).
+//! keep the [`Quota`] invariants as far as a step goes: it adds the cost and refuses to wrap, a
+//! fresh word is 0, and no word reaches the two slot markers (bit 63 is never set). A reuse of
+//! the slot flips the reuse flag, which may lower the word: why no word repeats all the same is
+//! in `src/keyed/log_slots.rs`.
 
 use super::SlidingLog;
 use crate::clock::Timestamp;

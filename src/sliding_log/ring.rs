@@ -432,10 +432,10 @@ impl<'log, const KEYED: bool> Log<'log, KEYED> {
     /// For a keyed inserter that has taken the slot (its state word, this log's `next`, is
     /// reserved, and was `start`): makes sure that no request that read the slot's head before
     /// can start at `start`'s position, unless one already did (one that reads it after fails
-    /// its snapshot: the inserter publishes the position with the reuse flag flipped). It rewrites the word there (position
-    /// `start − R`'s record, which a request starting at `start` would replace) with one that
-    /// differs only in its `rest` field, which nothing reads once that record's request is
-    /// finished: the log is unchanged, but a compare-and-swap from the old word now fails.
+    /// its snapshot: the state word is never `start` again). It rewrites the word there
+    /// (position `start − R`'s record, which a request starting at `start` would replace) with
+    /// one that differs only in its `rest` field, which nothing reads once that record's request
+    /// is finished: the log is unchanged, but a compare-and-swap from the old word now fails.
     pub(crate) fn seal(&self, start: u64) -> Seal {
         let position = Self::position(start);
         let head = self.load_slot(position);
