@@ -487,8 +487,11 @@ fn a_full_table_under_deny_refuses_a_new_key_until_the_soonest_slot_empties() {
     let refused = limiter.check_at(&100, at(20 * s));
     assert!(refused.is_denied() && refused.is_untracked());
     assert_eq!(refused.remaining(), 0);
-    // Key 1's unit at 2 s leaves at 62 s.
+    // Key 1's unit at 2 s leaves at 62 s; then the new key gets its whole limit (the headers
+    // must not say "reset now, retry in 42 s").
     assert_eq!(refused.retry_after(), Duration::from_secs(42));
+    assert_eq!(refused.reset_after(), Duration::from_secs(42));
+    assert_eq!(refused.headers().reset_seconds, 42);
     let peeked = limiter
         .peek_with(&100, Request::cost(1).at(at(20 * s)))
         .unwrap();

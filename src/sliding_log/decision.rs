@@ -14,9 +14,11 @@ use std::time::Duration;
 /// Times count from the time the decision was judged at (the reading, or the latest unit's
 /// time if the reading was behind it). `reset_after` and `retry_after` are exact for the log the
 /// decision was made on; [`remaining`](Self::remaining) is counted when asked (a search of the
-/// log, kept off the check itself), on the log as it is then, at the decision's time (for a
+/// log, kept off the check itself), on the log as it is then, at the decision's time: units
+/// admitted since, at that time or before, count too, so read it right after the check (for a
 /// keyed log: the log of the key's slot, which, if the slot has passed to another key since,
-/// is that key's).
+/// is that key's). A new key that a full keyed table admitted untracked reports the metadata
+/// of a fresh log; one it refused reports the time until a slot frees.
 ///
 /// ```
 /// use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
@@ -109,7 +111,12 @@ impl<'log> SlidingLogDecision<'log> {
             quota,
             now_ns,
             retry_after_ns,
-            reset_after_ns: if recorded { quota.window_ns() } else { 0 },
+            // A refused new key gets its whole limit once a slot frees for it.
+            reset_after_ns: match (recorded, allowed) {
+                (true, _) => quota.window_ns(),
+                (false, false) => retry_after_ns,
+                (false, true) => 0,
+            },
             remaining: Remaining::Fixed(match (allowed, recorded) {
                 (false, _) => 0,
                 (true, true) => quota.limit() - cost,
@@ -142,7 +149,7 @@ impl<'log> SlidingLogDecision<'log> {
     }
 
     /// How many unit-cost requests would pass at the decision's time: the limit less the units
-    /// in the window.
+    /// in the window, counted now (see the type's documentation).
     pub fn remaining(&self) -> u64 {
         let log = match self.remaining {
             // A direct log's position word is a keyed one without the reuse flag.
