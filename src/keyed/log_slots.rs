@@ -105,10 +105,8 @@ pub(crate) enum LogOutcome<'log> {
 /// What the keyed logs keep beside the table.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LogRecords<'log> {
-    /// `per_slot` records (a power of two) for each slot, slot `n`'s from `n · per_slot`.
+    /// `2^ring_bits` records for each slot, slot `n`'s from `n · 2^ring_bits`.
     pub(crate) records: &'log [AtomicU64],
-    pub(crate) per_slot: usize,
-    /// `per_slot`'s base-2 logarithm.
     pub(crate) ring_bits: u32,
     /// Per shard, the earliest time a new key is judged at: when the latest unit of every log
     /// reclaimed in the shard left the window (module documentation). Read and written under
@@ -125,10 +123,10 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         shard: usize,
         slot: &'log M::Slot,
     ) -> Log<'log, true> {
-        let first = self.table.slot_number(shard, slot) * records.per_slot;
+        let first = self.table.slot_number(shard, slot) << records.ring_bits;
         Log::new(
             slot.state(),
-            &records.records[first..first + records.per_slot],
+            &records.records[first..first + (1 << records.ring_bits)],
             records.ring_bits,
         )
     }

@@ -133,7 +133,8 @@ impl From<TableError> for KeyedSlidingLogError {
 pub struct KeyedSlidingLogLimiter<K: ?Sized, C: Clock = QuantaClock, M: KeyMode<K> = Hashed> {
     table: KeyedLimiter<K, LogPositions, C, M>,
     records: Box<[AtomicU64]>,
-    records_per_slot: usize,
+    /// Each slot's ring holds `2^ring_bits` records.
+    ring_bits: u32,
     /// Per shard: see [`LogRecords::new_key_floors_ns`].
     new_key_floors_ns: Box<[AtomicU64]>,
 }
@@ -369,8 +370,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     fn records(&self) -> LogRecords<'_> {
         LogRecords {
             records: &self.records,
-            per_slot: self.records_per_slot,
-            ring_bits: self.records_per_slot.trailing_zeros(),
+            ring_bits: self.ring_bits,
             new_key_floors_ns: &self.new_key_floors_ns,
         }
     }
@@ -546,7 +546,7 @@ impl<K: ?Sized, C: Clock, M> KeyedSlidingLogBuilder<K, C, M> {
         Ok(KeyedSlidingLogLimiter {
             table,
             records,
-            records_per_slot,
+            ring_bits: records_per_slot.trailing_zeros(),
             new_key_floors_ns,
         })
     }
