@@ -124,7 +124,7 @@ direct_cases+=(gcra_striped_allow gcra_striped_deny sliding_log_allow sliding_lo
 keyed_cases=()
 for pattern in hot_key denied_key rotate_100k new_key; do
     for implementation in loop_only nanolimit_hashed nanolimit_hashed_caller_time \
-        nanolimit_exact nanolimit_exact_caller_time; do
+        nanolimit_exact nanolimit_exact_caller_time nanolimit_key_hash_caller_time; do
         keyed_cases+=("$pattern/$implementation")
     done
 done

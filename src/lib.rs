@@ -95,8 +95,8 @@ pub use request::{Request, Tier};
 pub use direct::Limiter;
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
 pub use keyed::{
-    Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,
-    KeyedStats, TableError, WhenFull,
+    Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyHash, KeyMode, KeyedLimiter,
+    KeyedLimiterBuilder, KeyedStats, TableError, WhenFull,
 };
 pub use sliding_log::SlidingLogLimiter;
 pub use striped::StripedLimiter;

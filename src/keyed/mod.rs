@@ -6,6 +6,7 @@
 //! | `mod.rs` | [`KeyedLimiter`] and its operations; sizing advice |
 //! | `options.rs` | [`KeyedLimiterBuilder`], [`WhenFull`], [`TableError`] |
 //! | `key_mode.rs` | [`Hashed`], [`Exact`], [`ExactKey`] |
+//! | `key_hash.rs` | checks by a hash the caller holds ([`KeyHash`]) |
 //! | `table.rs` | shards, buckets, lookups, [`KeyedStats`] |
 //! | `placement.rs`, `hints.rs` | where a key may live; one-byte lookup hints |
 //! | `slot.rs` | a slot's identity and state words |
@@ -65,6 +66,7 @@
 //! ABA (in these docs with `cargo doc --document-private-items`); `loom-tests/` model-checks it.
 
 mod hints;
+mod key_hash;
 mod key_mode;
 mod log_slots;
 mod options;
@@ -73,6 +75,7 @@ mod protocol;
 mod slot;
 mod table;
 
+pub use key_hash::KeyHash;
 pub use key_mode::{Exact, ExactKey, Hashed, KeyMode};
 pub use options::{KeyedLimiterBuilder, TableError, WhenFull};
 pub use table::KeyedStats;
@@ -127,6 +130,8 @@ pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<
     table: Table<M::Slot>,
     capacity: usize,
     pub(crate) hasher: ahash::RandomState,
+    /// The bijection from a caller's [`KeyHash`] to a slot identity, keyed by `hasher`.
+    key_hash_seeds: key_hash::KeyHashSeeds,
     pub(crate) quota: Q,
     pub(crate) lead: JudgingLead,
     pub(crate) clock: C,

@@ -1,5 +1,6 @@
 //! Building a keyed limiter: the builder, the full-table policy, and why a table cannot be built.
 
+use super::key_hash::KeyHashSeeds;
 use super::key_mode::{Exact, Hashed, KeyMode};
 use super::table::Table;
 use super::KeyedLimiter;
@@ -278,18 +279,20 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
             Some(shards) => shards,
             None => default_shards(self.capacity),
         };
+        let hasher = match self.seed {
+            Some(seed) => ahash::RandomState::with_seeds(
+                seed,
+                !seed,
+                seed.rotate_left(32),
+                !seed.rotate_left(32),
+            ),
+            None => ahash::RandomState::new(),
+        };
         Ok(KeyedLimiter {
             table: Table::new(self.capacity, shards)?,
             capacity: self.capacity,
-            hasher: match self.seed {
-                Some(seed) => ahash::RandomState::with_seeds(
-                    seed,
-                    !seed,
-                    seed.rotate_left(32),
-                    !seed.rotate_left(32),
-                ),
-                None => ahash::RandomState::new(),
-            },
+            key_hash_seeds: KeyHashSeeds::from_hasher(&hasher),
+            hasher,
             lead: JudgingLead::new(&self.quota),
             quota: self.quota,
             clock: self.clock,

@@ -116,7 +116,10 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     }
 
     /// [`decide`](Self::decide) for a key already identified (hashed), with a cost above zero.
-    #[inline]
+    /// Forced inline: called from several public forms (by key, by a caller's hash), it would
+    /// otherwise be kept out of line, and its `Decision` returned through memory
+    /// (`docs/performance.md`, "0.4: checks by a caller's hash").
+    #[inline(always)]
     pub(crate) fn decide_identified(
         &self,
         operation: impl Operation<Q>,
@@ -156,9 +159,21 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         now: Q::Instant,
     ) -> Decision<Q> {
         let (hash, identity) = M::identify(&self.hasher, key);
+        self.peek_identified(hash, &identity, quota, cost, now)
+    }
+
+    /// [`peek_decision`](Self::peek_decision) for a key already identified (hashed).
+    pub(super) fn peek_identified(
+        &self,
+        hash: u64,
+        identity: &<M::Slot as SlotOps>::Identity,
+        quota: &Q,
+        cost: u64,
+        now: Q::Instant,
+    ) -> Decision<Q> {
         let placement = self.table.place(hash);
         let state = loop {
-            match self.table.find(placement, &identity) {
+            match self.table.find(placement, identity) {
                 Some((slot, state)) if slot.unchanged_since(state) => break state,
                 // The slot changed while we read it: look again.
                 Some(_) => {}

@@ -9,6 +9,7 @@
 //! | `refused_keys` | a refused new key reports nothing remaining and when a slot frees, never "retry now" |
 //! | `reclaim` | expired entries are reused without a sweep; live ones, even to a stale reading, are not |
 //! | `key_modes` | what `Exact` and `Hashed` keys are |
+//! | `key_hash` | checks by a hash the caller holds: decided as checks by key, spread over the whole table |
 //! | `construction` | construction errors, sizes, and when a table of live keys first refuses one |
 //!
 //! The flood (millions of keys, memory) is in `keyed_flood.rs`; the comparison with a reference
@@ -21,6 +22,7 @@ mod common;
 mod concurrency;
 mod construction;
 mod full_table;
+mod key_hash;
 mod key_modes;
 mod peek_and_cost;
 mod reclaim;
