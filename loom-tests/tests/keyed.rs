@@ -699,3 +699,51 @@ fn a_peek_never_reports_an_identity_half_rewritten_by_a_reclaim() {
         }
     });
 }
+
+/// Key 100 spends its burst at 0 (fresh again at 2 s); at 2 s key 200's insert reclaims key
+/// 100's slot (the first of eight fresh ones) while key 100 checks one unit with a reading of
+/// 1 s, taken before a preemption. Either the check finds its entry and is judged on it, or it
+/// finds none and is inserted no earlier than the shard's floor, the moment key 100's reclaimed
+/// entry became fresh: in both, its admission writes at least what its old state would have
+/// (the never-forgetting word). Judged at its own stale reading on a fresh state, it would
+/// write less: a whole burst again behind the one it spent (issue 15's stale-reading defect).
+fn a_stale_check_races_the_reclaim_of_its_keys_slot<M: KeyMode<u64>>(name: &str) {
+    explore(name, TWO_THREAD_PREEMPTION_BOUND, || {
+        let table = Arc::new(gcra_table::<M>());
+        assert!(table.check_at(&100, at(0)).is_allowed());
+        assert!(table.check_at(&100, at(0)).is_allowed());
+        let spent = peeked(&*table, &100, 0).state_word();
+        for key in 101..108 {
+            assert!(table.check_at(&key, at(0)).is_allowed());
+        }
+        let stale_ns = SECOND_NS;
+        let plans = vec![vec![check(200, 2 * SECOND_NS)], vec![check(100, stale_ns)]];
+        let outcomes = run_concurrently(MODEL_THREAD, &table, plans, perform_keyed);
+        let (inserted, stale) = (&outcomes[0][0], &outcomes[1][0]);
+        assert!(inserted.is_allowed() && stale.is_allowed(), "{outcomes:?}");
+        let quota = *table.quota();
+        let never_forgetting = match quota.step(spent, quota.instant(at(stale_ns)), 1) {
+            nanolimit::Step::Allow(word) => word,
+            nanolimit::Step::Deny => unreachable!("one unit is left at 1 s"),
+        };
+        assert!(
+            stale.state_word() >= never_forgetting,
+            "the stale check wrote {} below {never_forgetting}: {outcomes:?}",
+            stale.state_word()
+        );
+    });
+}
+
+#[test]
+fn a_stale_check_racing_the_reclaim_of_its_keys_slot_gets_no_extra_capacity() {
+    a_stale_check_races_the_reclaim_of_its_keys_slot::<Exact>(
+        "keyed: stale check vs the reclaim of its key's slot",
+    );
+}
+
+#[test]
+fn hashed_keys_stale_check_racing_the_reclaim_of_its_keys_slot_gets_no_extra_capacity() {
+    a_stale_check_races_the_reclaim_of_its_keys_slot::<Hashed>(
+        "keyed (hashed): stale check vs the reclaim of its key's slot",
+    );
+}

@@ -44,6 +44,24 @@
 //! a present key never waits for an insert. The lock exists so that two threads inserting the
 //! same new key produce one entry: both look again under it, and the second finds the first's.
 //!
+//! # Keys that come back
+//!
+//! A reclaim forgets a key whose entry was fresh, which is harmless for any reading at or after
+//! the moment it became fresh. A reading from before that moment (a timestamp taken before a
+//! preemption, a caller's time) would find no entry and start the key fresh behind the units
+//! it had spent. So each shard keeps a floor, the latest moment a reclaimed entry of the shard
+//! became fresh ([`Quota::fresh_since_word`], never later than the reclaimer's reading), and an
+//! insert judges its new key no earlier than the floor: as if read then, where its old state
+//! was as good as fresh. A key the insert finds after all is judged at its own reading. The
+//! floor is read and raised under the insert lock (a peek of a new key reads it without, as a
+//! recent value), so it adds no atomic protocol. Evictions set no floor: an evicted key's
+//! state is forgotten by the policy's choice, and its successor inherits that state.
+//!
+//! The floor is the shard's, not the key's: a new key of the shard with a reading behind it is
+//! judged at it too, which only delays the time its first state counts from. A reading ahead
+//! of the true time that reclaims an entry can raise the floor no further than that entry's
+//! own fresh moment.
+//!
 //! # Why it is free of ABA
 //!
 //! A check's CAS succeeds only if the state word still holds the value it observed while the
@@ -194,6 +212,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         cost: u64,
         now: Q::Instant,
     ) -> Decision<Q> {
+        // Judged as the insert would be: no earlier than the shard's floor.
+        let now = quota.no_earlier_than(now, self.table.new_key_floor(placement.shard));
         let inherited = match self.choose_slot(placement, None, now) {
             // Never without an identity to look for.
             Ok(Candidate::Holding { state, .. }) => state,
@@ -347,6 +367,10 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     ) -> Decision<Q> {
         let shard = placement.shard;
         let _guard = self.table.lock(shard);
+        // A new key is judged no earlier than the shard's floor (module docs, "Keys that come
+        // back"); a key found here after all is judged at its own reading, as any present key.
+        let reading = now;
+        let now = quota.no_earlier_than(reading, self.table.new_key_floor(shard));
         // Slots of this shard are only reassigned under the lock we hold: from here on, a slot
         // holding our identity keeps it, and no other thread claims a slot. Every slot is read
         // (the lock-free lookup may have missed the key on a stale hint), in the same pass that
@@ -355,7 +379,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
             let candidate = match self.choose_slot(placement, Some(identity), now) {
                 Ok(Candidate::Holding { slot, state }) => {
                     let applied = apply_to_slot(
-                        operation, slot, identity, state, &self.lead, quota, cost, now,
+                        operation, slot, identity, state, &self.lead, quota, cost, reading,
                     );
                     return applied.expect(
                         "slots are not reassigned while their shard's insert lock is held",
@@ -405,6 +429,12 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
                     // A checker updated the entry since we judged it: choose again.
                     continue;
                 }
+            }
+            if event.is_some_and(|event| matches!(event, TableEvent::Reclaim)) {
+                // Its key, should it come back with a reading from before its entry became
+                // fresh, must not start over from a fresh state there.
+                let inherited_fresh_since = quota.fresh_since_word(inherited, now);
+                self.table.raise_new_key_floor(shard, inherited_fresh_since);
             }
             self.table.count(shard, TableEvent::Insert);
             if let Some(event) = event {

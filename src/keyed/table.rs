@@ -59,6 +59,11 @@ struct ShardWriter {
     refused_new_keys: AtomicU64,
     untracked_new_keys: AtomicU64,
     evictions: AtomicU64,
+    /// The earliest time a new key of this shard is judged at, as the quota's time word
+    /// ([`Quota::time_word`](crate::Quota::time_word)): raised by every reclaim to when the
+    /// reclaimed entry became fresh, so a key that comes back behind its reclaimed entry is
+    /// judged no earlier than its old state left it (`protocol.rs`, "Keys that come back").
+    new_key_floor: AtomicU64,
 }
 
 /// A slow-path event a shard counts.
@@ -157,6 +162,7 @@ impl<S: SlotOps> Table<S> {
                 refused_new_keys: AtomicU64::new(0),
                 untracked_new_keys: AtomicU64::new(0),
                 evictions: AtomicU64::new(0),
+                new_key_floor: AtomicU64::new(0),
             })
         };
         let mut shard_parts = Vec::new();
@@ -263,6 +269,29 @@ impl<S: SlotOps> Table<S> {
             .insert_lock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The time word no new key of `shard` is judged before (see `ShardWriter::new_key_floor`).
+    /// Exact under the shard's insert lock; without it (a peek of a new key), a recent value.
+    #[inline]
+    pub(super) fn new_key_floor(&self, shard: usize) -> u64 {
+        // ORDERING: Relaxed. Inserts read and write the floor under the insert lock, whose
+        // acquire and release order it; a peek without the lock only needs some recent value
+        // (it decides nothing).
+        self.shards[shard]
+            .writer
+            .new_key_floor
+            .load(Ordering::Relaxed)
+    }
+
+    /// Raises `shard`'s new-key floor to `time_word`. Under the shard's insert lock.
+    pub(super) fn raise_new_key_floor(&self, shard: usize, time_word: u64) {
+        let floor = &self.shards[shard].writer.new_key_floor;
+        // ORDERING: Relaxed, under the insert lock (see `new_key_floor`): no other writer runs.
+        if time_word > floor.load(Ordering::Relaxed) {
+            // ORDERING: Relaxed, as above.
+            floor.store(time_word, Ordering::Relaxed);
+        }
     }
 
     /// Counts `event` in `shard`.

@@ -249,4 +249,28 @@ impl Quota for FixedWindow {
         let view = self.view(state, now);
         (view.count != 0).then_some(view.index)
     }
+
+    #[inline]
+    fn time_word(&self, now: WindowInstant) -> u64 {
+        self.length.time_word(now)
+    }
+
+    #[inline]
+    fn no_earlier_than(&self, now: WindowInstant, time_word: u64) -> WindowInstant {
+        self.length.no_earlier_than(now, time_word)
+    }
+
+    /// A count is gone when its window ends: fresh from the start of the next window.
+    #[inline]
+    fn fresh_since_word(&self, state: u64, now: WindowInstant) -> u64 {
+        let stored_index = state >> WINDOW_INDEX_SHIFT;
+        let count = (state >> COUNT_SHIFT) & COUNT_MASK;
+        let distance =
+            (now.window_index & WINDOW_INDEX_MASK).wrapping_sub(stored_index) & WINDOW_INDEX_MASK;
+        if count == 0 || distance == 0 || distance > self.forward_windows {
+            // No count, or one idle for longer than the index tells: fresh for ever.
+            return 0;
+        }
+        self.length.window_start_word(now, distance, 1)
+    }
 }

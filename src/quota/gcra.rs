@@ -458,6 +458,23 @@ impl Quota for Gcra {
     fn freshness_rank(&self, tat: u64, now: GcraInstant) -> Option<u64> {
         (tat > now.0).then_some(tat)
     }
+
+    /// Ticks: every quota sharing a state counts in its ticks (see `rebase`).
+    #[inline]
+    fn time_word(&self, now: GcraInstant) -> u64 {
+        now.0
+    }
+
+    #[inline]
+    fn no_earlier_than(&self, now: GcraInstant, time_word: u64) -> GcraInstant {
+        GcraInstant(now.0.max(time_word))
+    }
+
+    /// A state is fresh from its theoretical arrival time on.
+    #[inline]
+    fn fresh_since_word(&self, tat: u64, now: GcraInstant) -> u64 {
+        tat.min(now.0)
+    }
 }
 
 /// The longest wait a reservation may book, in ticks: with instants at most 2^63 and

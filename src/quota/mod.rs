@@ -208,6 +208,30 @@ pub trait Quota: Copy + Send + Sync + Debug + 'static + Sealed {
     fn judging_lead(self, _lead_ticks: u64) -> Self {
         self
     }
+
+    /// `now` as a time word: a `u64` that orders instants as time does (GCRA: its ticks;
+    /// windows: nanoseconds since the clock's origin), the same for every quota sharing this
+    /// quota's state. Not part of the API: for the keyed table's new-key floor
+    /// (`src/keyed/protocol.rs`). Quotas without time keep the default, 0.
+    #[doc(hidden)]
+    fn time_word(&self, _now: Self::Instant) -> u64 {
+        0
+    }
+
+    /// `now`, or the instant of `time_word` (a [`time_word`](Self::time_word)) if that is
+    /// later. Not part of the API, as above.
+    #[doc(hidden)]
+    fn no_earlier_than(&self, now: Self::Instant, _time_word: u64) -> Self::Instant {
+        now
+    }
+
+    /// For a `state` fresh at `now` ([`is_fresh`](Self::is_fresh)): a time word no later than
+    /// `now` and no earlier than the moment the state became fresh. Not part of the API, as
+    /// above.
+    #[doc(hidden)]
+    fn fresh_since_word(&self, _state: u64, _now: Self::Instant) -> u64 {
+        0
+    }
 }
 
 #[cfg(test)]

@@ -347,4 +347,32 @@ impl Quota for SlidingWindow {
         let fresh = (view.previous as u128 * (window_ns - view.elapsed_ns as u128)) < window_ns;
         (!fresh).then_some(view.previous)
     }
+
+    #[inline]
+    fn time_word(&self, now: WindowInstant) -> u64 {
+        self.length.time_word(now)
+    }
+
+    #[inline]
+    fn no_earlier_than(&self, now: WindowInstant, time_word: u64) -> WindowInstant {
+        self.length.no_earlier_than(now, time_word)
+    }
+
+    /// Both counts are gone two windows after the stored one starts; a state fresh sooner (its
+    /// previous count's weight fell below one unit) is bounded by `now`.
+    #[inline]
+    fn fresh_since_word(&self, state: u64, now: WindowInstant) -> u64 {
+        let stored_index = state >> WINDOW_INDEX_SHIFT;
+        let counts = state & ((1 << WINDOW_INDEX_SHIFT) - 1);
+        let distance =
+            (now.window_index & WINDOW_INDEX_MASK).wrapping_sub(stored_index) & WINDOW_INDEX_MASK;
+        if counts == 0 || distance > self.forward_windows {
+            // No count, or counts idle for longer than the index tells: fresh for ever.
+            return 0;
+        }
+        if distance < 2 {
+            return self.length.time_word(now);
+        }
+        self.length.window_start_word(now, distance, 2)
+    }
 }

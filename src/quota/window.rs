@@ -143,6 +143,39 @@ impl WindowLength {
         }
     }
 
+    /// `now` as nanoseconds since the clock's origin: the window quotas' time word.
+    #[inline]
+    pub(crate) fn time_word(&self, now: WindowInstant) -> u64 {
+        now.window_index * self.window_ns + now.elapsed_ns
+    }
+
+    /// `now`, or the instant `time_word_ns` nanoseconds after the origin if that is later.
+    #[inline]
+    pub(crate) fn no_earlier_than(&self, now: WindowInstant, time_word_ns: u64) -> WindowInstant {
+        if time_word_ns <= self.time_word(now) {
+            return now;
+        }
+        WindowInstant {
+            window_index: time_word_ns / self.window_ns,
+            elapsed_ns: time_word_ns % self.window_ns,
+        }
+    }
+
+    /// The start of the window `windows_back` windows before `now`'s, plus `windows_on`, as a
+    /// time word (windows counted in full, not in the state's wrapping index), or 0 if that
+    /// reaches before the origin.
+    #[inline]
+    pub(crate) fn window_start_word(
+        &self,
+        now: WindowInstant,
+        windows_back: u64,
+        windows_on: u64,
+    ) -> u64 {
+        (now.window_index + windows_on)
+            .checked_sub(windows_back)
+            .map_or(0, |index| index * self.window_ns)
+    }
+
     #[inline]
     pub(crate) fn instant(&self, now: Timestamp) -> WindowInstant {
         let now_ns = now.as_ns();
