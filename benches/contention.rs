@@ -118,8 +118,12 @@
 //! cache-padded `AtomicU64`, nothing shared) and `ahash-cas` (ahash of a new `u64` key, then the
 //! same compare-and-swap). "vs floor" divides a row's ns per call per thread by the sum of the
 //! floors its work needs: clock-read + cas (direct, direct-reserve included), clock-read +
-//! ahash-cas (keyed), and
-//! clock-read / 32 + ahash-cas (packet loop). http-layer has its own floor instead, measured
+//! ahash-cas (keyed), clock-read + random-line-cas (the many-key scenarios below), and
+//! clock-read / 32 + ahash-cas (packet loop). The many-key scenarios (keyed-rotate-100k,
+//! keyed-zipf-1m, keyed-flood), whose tables outgrow the caches, have a floor of their own,
+//! `random-line-cas` (limiter `floor`): the key's ahash picks one 64-byte line of an array as
+//! large as nanolimit's table for the scenario, and one compare-and-swap updates it, following
+//! the scenario's key sequence (no clock read, no probe, no identity). http-layer has its own floor instead, measured
 //! in the scenario at each of its thread counts: `no-layer` (limiter `floor`), the same
 //! requests sent to the inner service with no layer, what the request, the call and the
 //! response cost without a limit. Its CSV rows appear under http-layer only; the hardware
@@ -162,7 +166,7 @@
 //! |---|---|
 //! | `scenario` | scenario name |
 //! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor`; http-layer: `nanolimit`, `tower_governor`, `floor`; inflight: `nanolimit`, `tokio-semaphore`, `floor` |
-//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-log` (nanolimit's `SlidingLogLimiter` in direct-allow and direct-deny, `KeyedSlidingLogLimiter` in keyed-hot and keyed-rotate-100k), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`; http-layer's floor: `no-layer`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
+//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-log` (nanolimit's `SlidingLogLimiter` in direct-allow and direct-deny, `KeyedSlidingLogLimiter` in keyed-hot and keyed-rotate-100k), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`, and in the many-key scenarios `random-line-cas`; http-layer's floor: `no-layer`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
 //! | `threads` | threads calling at once |
 //! | `keys` | distinct keys offered: 1 for direct limiters and inflight's limiters, keyed-hot and keyed-hot-under-flood (the hot key, the one counted), the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
 //! | `ops` | calls by all threads in the measured phase; keyed-hot-under-flood: the hot thread's calls only (the flood's are not counted) |
@@ -232,7 +236,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use subjects::{
     AhashCasFloor, CasFloor, ClockReadFloor, DirectSubject, DirectWorker, KeyedWorker,
-    MutexHashMap, PacketWorker, Reserving,
+    MutexHashMap, PacketWorker, RandomLineCasFloor, Reserving,
 };
 
 /// direct-allow and direct-reserve: far above what any number of threads can offer.
@@ -443,6 +447,15 @@ impl Scenario {
         }
     }
 
+    /// Whether the scenario's keys outgrow the caches (its table, or the keys it offers): those
+    /// get a `random-line-cas` floor row of their own.
+    fn has_many_keys(self) -> bool {
+        matches!(
+            self,
+            Scenario::KeyedRotate100k | Scenario::KeyedZipf1m | Scenario::KeyedFlood
+        )
+    }
+
     /// Whether this build can run the scenario.
     fn is_built(self) -> bool {
         self != Scenario::HttpLayer || HTTP_LAYER_BUILT
@@ -514,6 +527,10 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
             limiters.insert(3, (LimiterKind::Nanolimit, AlgorithmKind::SlidingLog));
         }
         limiters.push((LimiterKind::MutexHashMap, AlgorithmKind::TokenBucket));
+    }
+    if scenario.has_many_keys() {
+        // The physical floor of a table larger than the caches, after the limiters.
+        limiters.push((LimiterKind::Floor, AlgorithmKind::RandomLineCas));
     }
     limiters
 }
@@ -872,6 +889,9 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
         }
         (false, LimiterKind::Governor, _) => run_keyed::<GovernorKeyed>(job, context),
         (false, LimiterKind::MutexHashMap, _) => run_keyed::<MutexHashMap>(job, context),
+        (false, LimiterKind::Floor, AlgorithmKind::RandomLineCas) => {
+            run_keyed::<RandomLineCasFloor>(job, context)
+        }
         (direct, limiter, algorithm) => {
             unreachable!("no {limiter:?} {algorithm:?} for direct = {direct}")
         }

@@ -25,6 +25,9 @@ pub enum AlgorithmKind {
     Cas,
     /// Floor: one ahash of a key, then one uncontended compare-and-swap.
     AhashCas,
+    /// A many-key scenario's floor: one ahash of the key, then one compare-and-swap on the
+    /// cache line it picks in an array as large as nanolimit's table for the scenario.
+    RandomLineCas,
     /// http-layer's floor: the request sent to the inner service with no layer.
     NoLayer,
     /// inflight: nanolimit's `InFlightLimiter`, a permit taken and dropped.
@@ -48,6 +51,7 @@ impl AlgorithmKind {
             AlgorithmKind::ClockRead => "clock-read",
             AlgorithmKind::Cas => "cas",
             AlgorithmKind::AhashCas => "ahash-cas",
+            AlgorithmKind::RandomLineCas => "random-line-cas",
             AlgorithmKind::NoLayer => "no-layer",
             AlgorithmKind::InFlight => "in-flight",
             AlgorithmKind::Semaphore => "semaphore",

@@ -347,6 +347,72 @@ impl Worker for CasFloor {
     }
 }
 
+/// A many-key scenario's floor (`random-line-cas`): what a keyed check must cost at least when
+/// its table is larger than the caches. The key's ahash picks one cache line of an array of
+/// 64-byte lines as large as nanolimit's hashed table for the scenario's capacity, and one
+/// compare-and-swap updates it: no clock read, no probing, no identity check. Driven like any
+/// keyed subject, so it follows the scenario's key sequence.
+pub struct RandomLineCasFloor {
+    hasher: ahash::RandomState,
+    lines: Box<[Line]>,
+}
+
+/// One 64-byte cache line holding one word (`CachePadded` pads to 128 bytes on x86-64, which
+/// would double the array).
+#[repr(align(64))]
+struct Line(AtomicU64);
+
+impl KeyedSubject for RandomLineCasFloor {
+    const NAME: &'static str = "floor_random_line_cas";
+
+    type Timestamp = ();
+
+    fn build(quota: &QuotaSpec, capacity: usize) -> Self {
+        let table_bytes = nanolimit::KeyedLimiter::<u64, _>::builder(quota.gcra())
+            .capacity(capacity)
+            .build()
+            .expect("valid table")
+            .memory_bytes();
+        let line_count = (table_bytes / 64).max(1);
+        RandomLineCasFloor {
+            hasher: ahash::RandomState::with_seeds(1, 2, 3, 4),
+            lines: (0..line_count).map(|_| Line(AtomicU64::new(0))).collect(),
+        }
+    }
+
+    #[inline]
+    fn now(&self) {}
+
+    #[inline]
+    fn check_at(&self, key: u64, _now: ()) -> bool {
+        let hash = self.hasher.hash_one(key);
+        let index = ((hash as u128 * self.lines.len() as u128) >> 64) as usize;
+        compare_and_swap(&self.lines[index].0, 1)
+    }
+
+    #[inline]
+    fn check_at_caller_ns(&self, key: u64, _caller_ns: u64) -> bool {
+        self.check_at(key, ())
+    }
+
+    fn stored_keys(&self) -> u64 {
+        0
+    }
+
+    fn untracked_new_keys(&self) -> u64 {
+        0
+    }
+
+    fn state_report(&self) -> String {
+        let bytes = self.lines.len() * core::mem::size_of::<Line>();
+        format!(
+            "{} lines of 64 B, {:.1} MB (as nanolimit's table)",
+            self.lines.len(),
+            bytes as f64 / 1e6
+        )
+    }
+}
+
 /// Floor: ahash of a new key, then a compare-and-swap as in [`CasFloor`] (what a keyed check
 /// costs with every slot in L1 and no probing).
 pub struct AhashCasFloor {
