@@ -65,6 +65,8 @@
 
 pub mod quota;
 
+pub mod composite;
+
 mod driver;
 
 mod decision;
@@ -88,6 +90,7 @@ mod sync;
 
 pub use quota::{FixedWindow, Gcra, Quota, Reservable, SlidingWindow, Step};
 
+pub use composite::{Composite, CompositeDecision};
 pub use decision::{Decision, RateLimitHeaders};
 pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};
