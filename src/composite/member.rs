@@ -23,8 +23,7 @@ mod private {
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub(crate) enum HeldUnits {
         /// Nothing: the member did not admit, admitted at no cost, is the last one checked
-        /// (never followed by a denial), or admitted in a way no refund may undo (a keyed
-        /// admission that inserted its key, or one a full table did not track).
+        /// (never followed by a denial), or stored nothing (a key a full table did not track).
         Nothing,
         /// A direct limiter's admission, which wrote `written`.
         Direct { written: u64 },
@@ -142,14 +141,13 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> MemberCore<K> for KeyedLimite
             return (self.decide(Consume, key, &self.quota, cost, now), Held::NOTHING);
         }
         let (decision, named) = self.decide_naming_key(Consume, key, &self.quota, cost, now);
-        // A key's first admission replaced another key's word (or a vacant slot's): lowering
-        // it could return the slot to a value it held under another key, so, as a key's first
-        // booking is not cancellable, it is not refunded. An untracked admission stored
-        // nothing.
-        let refundable = cost != 0
-            && decision.is_allowed()
-            && !decision.inserted_its_key()
-            && !decision.is_untracked();
+        // The refund goes through the guarded driver only while the key's shard has reassigned
+        // no slot since `named` was read, before this admission. So a key's first admission is
+        // refunded only if it took a vacant slot (one that never held another key, whose words
+        // no stale check can have observed); one that reclaimed or evicted another key's slot
+        // counted that reassignment itself, and is not refunded, as a key's first booking is not
+        // cancellable. An untracked admission stored nothing.
+        let refundable = cost != 0 && decision.is_allowed() && !decision.is_untracked();
         let held = if refundable {
             Held(HeldUnits::Keyed {
                 key: named,

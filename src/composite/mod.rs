@@ -48,23 +48,26 @@
 //! | [`SlidingWindow`](crate::SlidingWindow) | the current count less the cost in the admission's window, the previous count in the next one | two windows on (the units weigh nothing any more) |
 //!
 //! A keyed member is refunded only while its key's slot still holds the key, through the same
-//! guarded driver and the same rule as a cancellation (nothing once the key's shard has given a
-//! slot to another key since the admission), and never for an admission that inserted its key
-//! (whose word replaced another key's): as for reservations, a slot's word never returns to a
-//! value it held under another key (see `src/keyed/protocol.rs`). Each refund writes a word no
-//! lower than the one its admission replaced.
+//! guarded driver and the same rule as a reservation's cancellation: nothing once the key's
+//! shard has given a slot to another key (a reclaim or an eviction) since just before the
+//! admission. So an admission that inserted its key is refunded only if it took a vacant slot,
+//! one that never held another key; one that reclaimed or evicted another key's slot counted
+//! that itself. Each refund writes a word no lower than the one its admission replaced, or
+//! into a slot no other key ever held: a slot's word never returns to a value it held under
+//! another key (see `src/keyed/protocol.rs` on why that keeps slots free of ABA).
 //!
 //! # Guarantees
 //!
 //! - **No member ever over-admits.** Every admission is the member's own check; a refund
 //!   writes only a state that decides, at any time no earlier than the admission, as strictly as
 //!   the state would without that admission; where it cannot tell, it gives nothing back.
-//! - **A denied check keeps nothing, barring three stated cases**, each an under-admission of at
+//! - **A denied check keeps nothing, barring two stated cases**, each an under-admission of at
 //!   most the check's cost on one member, never an over-admission: a GCRA member that admitted
 //!   something else between the admission and its refund (the cost refills at the member's
-//!   rate: cost × emission interval); a keyed admission that inserted its key, or whose shard
-//!   reassigned a slot meanwhile (the key's own cost, refilling as above, or at its window's
-//!   end); nothing else. Window members always give back exactly while the units still count.
+//!   rate: cost × emission interval); a keyed admission whose shard reassigned a slot to
+//!   another key between the admission and its refund, or that did so itself (a new key that
+//!   took a reclaimed or evicted slot): the key's own cost, refilling at its rate or at its
+//!   window's end. Window members otherwise give back exactly while the units still count.
 //! - **Transient under-admission is bounded:** between a member's admission and its refund
 //!   (one other member's check and the refund itself: nanoseconds, with no lock and no wait),
 //!   a concurrent check of that member may be denied for units about to be given back. At most
@@ -222,16 +225,18 @@ impl<M> Composite<M> {
     /// use nanolimit::composite::Composite;
     /// use nanolimit::{Gcra, Limiter, ManualClock, Request, RequestError};
     ///
+    /// // Bytes per client: 1,000 per second with bursts of 2,000, and 50,000 per day.
     /// let clock = ManualClock::new();
-    /// let bytes = Limiter::with_clock(Gcra::per_second(1_000_000)?.with_burst(65_536)?, clock.clone());
-    /// let packets = Limiter::with_clock(Gcra::per_second(1_000)?, clock);
-    /// let link = Composite::new((&bytes, &packets));
-    /// assert!(link.check_with(&(), Request::cost(1_500))?.is_denied()); // 1,500 packets?
+    /// let burst = Limiter::with_clock(Gcra::per_second(1_000)?.with_burst(2_000)?, clock.clone());
+    /// let daily = Limiter::with_clock(Gcra::per_day(50_000)?, clock);
+    /// let limits = Composite::new((&burst, &daily));
+    /// assert!(limits.check_with(&(), Request::cost(1_500))?.is_allowed());
+    /// assert!(limits.check_with(&(), Request::cost(1_500))?.is_denied());
+    /// assert_eq!(daily.peek().remaining(), 48_500);
     /// assert_eq!(
-    ///     link.check_with(&(), Request::cost(70_000)).err(),
-    ///     Some(RequestError::CostAboveLimit { cost: 70_000, limit: 1_000 })
+    ///     limits.check_with(&(), Request::cost(3_000)).err(),
+    ///     Some(RequestError::CostAboveLimit { cost: 3_000, limit: 2_000 })
     /// );
-    /// assert!(link.check_with(&(), Request::cost(600))?.is_allowed());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
@@ -285,11 +290,12 @@ impl<M> Composite<M> {
     ///
     /// let clock = ManualClock::new();
     /// let a = Limiter::with_clock(Gcra::per_second(10)?, clock.clone());
-    /// let b = Limiter::with_clock(FixedWindow::per_second(4)?, clock);
+    /// let b = Limiter::with_clock(FixedWindow::per_second(8)?, clock);
     /// let limits = Composite::new((&a, &b));
-    /// assert!(limits.peek_with(&(), Request::cost(4))?.is_allowed());
-    /// assert!(limits.peek_with(&(), Request::cost(5))?.is_denied());
-    /// assert!(limits.peek_with(&(), Request::cost(11)).is_err());
+    /// assert!(limits.check_with(&(), Request::cost(5))?.is_allowed());
+    /// assert!(limits.peek_with(&(), Request::cost(3))?.is_allowed());
+    /// assert!(limits.peek_with(&(), Request::cost(4))?.is_denied());
+    /// assert!(limits.peek_with(&(), Request::cost(9)).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek_with<K: ?Sized>(
@@ -323,3 +329,6 @@ impl<M> Composite<M> {
             .unwrap_or_else(|| self.members.first_member_now()))
     }
 }
+
+#[cfg(test)]
+mod tests;
