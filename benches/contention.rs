@@ -193,11 +193,11 @@
 //! (run both: `--scenario direct-allow --scenario direct-reserve`): a reservation's cost over an
 //! allowed check's, measured in the same run.
 
+#[path = "contention/composite.rs"]
+mod composite;
 #[cfg(all(feature = "http", feature = "axum"))]
 #[path = "contention/http_layer.rs"]
 mod http_layer;
-#[path = "contention/composite.rs"]
-mod composite;
 #[path = "contention/inflight.rs"]
 mod inflight;
 #[path = "contention/keys.rs"]

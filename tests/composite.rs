@@ -11,8 +11,8 @@
 
 use nanolimit::composite::{Composite, CompositeDecision};
 use nanolimit::{
-    Clock, Decision, FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request, RequestError,
-    SlidingWindow, Step, Timestamp,
+    Clock, Decision, FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request,
+    RequestError, SlidingWindow, Step, Timestamp,
 };
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -69,10 +69,7 @@ impl ModelMember {
 
     fn word(&self, key: u64) -> u64 {
         let key = if self.keyed { key } else { 0 };
-        self.words
-            .get(&key)
-            .copied()
-            .unwrap_or(self.quota.fresh())
+        self.words.get(&key).copied().unwrap_or(self.quota.fresh())
     }
 
     fn set(&mut self, key: u64, word: u64) {
@@ -130,7 +127,10 @@ fn model_decide(
         .collect();
     let (binding, retry_after_ns) = if allowed {
         let smallest = *members_remaining.iter().min().unwrap();
-        let binding = members_remaining.iter().position(|&r| r == smallest).unwrap();
+        let binding = members_remaining
+            .iter()
+            .position(|&r| r == smallest)
+            .unwrap();
         (binding, 0)
     } else {
         let mut best: Option<(usize, u64)> = None;
@@ -167,7 +167,9 @@ fn observe<D: nanolimit::composite::MemberDecisions>(
     }
 }
 
-fn observe2<A: Quota, B: Quota>(decision: CompositeDecision<(Decision<A>, Decision<B>)>) -> Observed {
+fn observe2<A: Quota, B: Quota>(
+    decision: CompositeDecision<(Decision<A>, Decision<B>)>,
+) -> Observed {
     let (a, b) = decision.members();
     let remaining = vec![a.remaining(), b.remaining()];
     observe(&decision, remaining)
@@ -192,14 +194,18 @@ struct Operation {
 
 fn schedule(max_cost: u64, max_advance_ns: u64) -> impl Strategy<Value = Vec<Operation>> {
     prop::collection::vec(
-        (0..=max_advance_ns, 0..4u64, 0..=max_cost, prop::bool::weighted(0.2)).prop_map(
-            |(advance_ns, key, cost, peek)| Operation {
+        (
+            0..=max_advance_ns,
+            0..4u64,
+            0..=max_cost,
+            prop::bool::weighted(0.2),
+        )
+            .prop_map(|(advance_ns, key, cost, peek)| Operation {
                 advance_ns,
                 key,
                 cost,
                 peek,
-            },
-        ),
+            }),
         1..60,
     )
 }
@@ -327,7 +333,9 @@ fn a_denied_check_leaves_every_member_as_it_was() {
         .unwrap();
     let global = Limiter::with_clock(Gcra::per_second(2).unwrap(), clock);
     let limits = Composite::new((&per_ip, &global));
-    let served = (0..5).filter(|_| limits.check("198.51.100.7").is_allowed()).count();
+    let served = (0..5)
+        .filter(|_| limits.check("198.51.100.7").is_allowed())
+        .count();
     assert_eq!(served, 2);
     assert_eq!(per_ip.peek("198.51.100.7").remaining(), 3);
     let denied = limits.check("198.51.100.7");
@@ -352,7 +360,10 @@ fn a_cost_above_any_members_limit_is_an_error_and_changes_nothing() {
 #[test]
 fn members_behind_arcs_share_one_global_limit() {
     let clock = ManualClock::new();
-    let global = Arc::new(Limiter::with_clock(FixedWindow::per_second(3).unwrap(), clock.clone()));
+    let global = Arc::new(Limiter::with_clock(
+        FixedWindow::per_second(3).unwrap(),
+        clock.clone(),
+    ));
     let api = Composite::new((
         Limiter::with_clock(Gcra::per_second(10).unwrap(), clock.clone()),
         Arc::clone(&global),
@@ -384,7 +395,10 @@ fn on_a_frozen_clock_no_member_ever_over_admits_and_window_refunds_are_exact() {
             .build()
             .unwrap(),
     );
-    let global = Arc::new(Limiter::with_clock(FixedWindow::per_minute(250).unwrap(), clock.clone()));
+    let global = Arc::new(Limiter::with_clock(
+        FixedWindow::per_minute(250).unwrap(),
+        clock.clone(),
+    ));
     let own_limits: Vec<_> = (0..THREADS)
         .map(|_| {
             Arc::new(
@@ -401,13 +415,16 @@ fn on_a_frozen_clock_no_member_ever_over_admits_and_window_refunds_are_exact() {
             .iter()
             .enumerate()
             .map(|(thread, own)| {
-                let limits = Composite::new((own.as_ref(), per_key_window.as_ref(), global.as_ref()));
+                let limits =
+                    Composite::new((own.as_ref(), per_key_window.as_ref(), global.as_ref()));
                 scope.spawn(move || {
                     let mut admitted = vec![0u64; KEYS as usize];
                     for check in 0..CHECKS {
                         let key = (check * 7 + thread as u64) % KEYS;
                         let cost = 1 + check % 3;
-                        let decision = limits.check_with(&key, Request::cost(cost).at(now)).unwrap();
+                        let decision = limits
+                            .check_with(&key, Request::cost(cost).at(now))
+                            .unwrap();
                         if decision.is_allowed() {
                             admitted[key as usize] += cost;
                         }
@@ -416,18 +433,35 @@ fn on_a_frozen_clock_no_member_ever_over_admits_and_window_refunds_are_exact() {
                 })
             })
             .collect();
-        handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .collect()
     });
     let mut global_admitted = 0;
     for key in 0..KEYS {
-        let admitted: u64 = admitted_per_key.iter().map(|thread| thread[key as usize]).sum();
+        let admitted: u64 = admitted_per_key
+            .iter()
+            .map(|thread| thread[key as usize])
+            .sum();
         global_admitted += admitted;
         assert!(admitted <= 40, "key {key}: {admitted} admitted of 40");
-        let held = 40 - per_key_window.peek_with(&key, Request::cost(0).at(now)).unwrap().remaining();
-        assert_eq!(held, admitted, "key {key}: the window holds {held}, {admitted} admitted");
+        let held = 40
+            - per_key_window
+                .peek_with(&key, Request::cost(0).at(now))
+                .unwrap()
+                .remaining();
+        assert_eq!(
+            held, admitted,
+            "key {key}: the window holds {held}, {admitted} admitted"
+        );
         for (thread, own) in own_limits.iter().enumerate() {
             let own_admitted = admitted_per_key[thread][key as usize];
-            let own_held = 30 - own.peek_with(&key, Request::cost(0).at(now)).unwrap().remaining();
+            let own_held = 30
+                - own
+                    .peek_with(&key, Request::cost(0).at(now))
+                    .unwrap()
+                    .remaining();
             assert!(own_admitted <= 30);
             // A GCRA refund may give nothing back (never over-admitting), only under contention:
             // each thread's own limit had none, so its refunds were exact too.
@@ -435,7 +469,11 @@ fn on_a_frozen_clock_no_member_ever_over_admits_and_window_refunds_are_exact() {
         }
     }
     assert!(global_admitted <= 250, "{global_admitted} admitted of 250");
-    let global_held = 250 - global.peek_with(Request::cost(0).at(now)).unwrap().remaining();
+    let global_held = 250
+        - global
+            .peek_with(Request::cost(0).at(now))
+            .unwrap()
+            .remaining();
     assert_eq!(global_held, global_admitted);
     assert!(global_admitted > 0);
 }

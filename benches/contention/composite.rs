@@ -20,8 +20,8 @@
 
 use crate::measure::{measure, Outcome, Worker, ALLOWED};
 use crate::quota_spec::QuotaSpec;
-use crate::{Context, Job, LimiterKind, MeasuredRun};
 use crate::quotas::AlgorithmKind;
+use crate::{Context, Job, LimiterKind, MeasuredRun};
 use crossbeam_utils::CachePadded;
 use nanolimit::composite::Composite;
 use nanolimit::{Clock, Gcra, KeyedLimiter, Limiter, QuantaClock};

@@ -447,7 +447,9 @@ fn print_composite_versus_one_check(
 ) -> std::io::Result<()> {
     let find = |algorithm: &str, threads: usize| {
         rows.iter()
-            .find(|row| row.limiter == "nanolimit" && row.algorithm == algorithm && row.threads == threads)
+            .find(|row| {
+                row.limiter == "nanolimit" && row.algorithm == algorithm && row.threads == threads
+            })
             .map(|row| row.aggregate_ns_per_op())
     };
     for threads in distinct_thread_counts(rows) {

@@ -29,7 +29,10 @@ struct Members<Q: Quota> {
 
 /// Units a member holds at the frozen instant: its limit less what remains.
 fn held<Q: Quota>(limiter: &Limiter<Q, ManualClock>, now: Timestamp) -> u64 {
-    let remaining = limiter.peek_with(Request::cost(0).at(now)).unwrap().remaining();
+    let remaining = limiter
+        .peek_with(Request::cost(0).at(now))
+        .unwrap()
+        .remaining();
     limiter.quota().limit() - remaining
 }
 
@@ -116,10 +119,16 @@ fn gcra_composites_sharing_a_global_member_never_over_admit() {
             let now = at(FROZEN_NOW_NS);
             let [(allowed_0, denied_0), (allowed_1, denied_1)] = race(&members, [1, 2]);
             assert_eq!((allowed_0, denied_0), (0, 1));
-            assert!(allowed_1 <= 1, "thread 1's own burst of 1 admitted {allowed_1}");
+            assert!(
+                allowed_1 <= 1,
+                "thread 1's own burst of 1 admitted {allowed_1}"
+            );
             let global_held = held(&members.global, now);
             let allowed = allowed_0 + allowed_1;
-            assert!(global_held >= allowed, "global holds {global_held} of {allowed} admitted");
+            assert!(
+                global_held >= allowed,
+                "global holds {global_held} of {allowed} admitted"
+            );
             assert!(
                 global_held <= allowed + denied_0 + denied_1,
                 "global holds {global_held}: more than {allowed} admitted and one per denial"

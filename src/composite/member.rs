@@ -49,8 +49,13 @@ mod private {
 
         /// A check of `cost` (at most the limit) at `now`, and what a refund would give back
         /// (nothing when `last`: no member follows it).
-        fn consume(&self, key: &K, cost: u64, now: Timestamp, last: bool)
-            -> (Decision<Self::Quota>, Held);
+        fn consume(
+            &self,
+            key: &K,
+            cost: u64,
+            now: Timestamp,
+            last: bool,
+        ) -> (Decision<Self::Quota>, Held);
 
         /// Gives back what `held` names, through the crate's one compare-and-swap driver.
         fn refund(&self, held: Held, cost: u64, now: Timestamp);
@@ -138,7 +143,10 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> MemberCore<K> for KeyedLimite
     fn consume(&self, key: &K, cost: u64, now: Timestamp, last: bool) -> (Decision<Q>, Held) {
         let now = self.quota.instant(now);
         if last {
-            return (self.decide(Consume, key, &self.quota, cost, now), Held::NOTHING);
+            return (
+                self.decide(Consume, key, &self.quota, cost, now),
+                Held::NOTHING,
+            );
         }
         let (decision, named) = self.decide_naming_key(Consume, key, &self.quota, cost, now);
         // The refund goes through the guarded driver only while the key's shard has reassigned

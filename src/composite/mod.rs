@@ -105,9 +105,9 @@ pub use member::Member;
 pub use members::{MemberDecisions, Members};
 
 use crate::clock::Timestamp;
-use members::MembersCore;
 use crate::error::RequestError;
 use crate::request::Request;
+use members::MembersCore;
 
 /// Several limits checked as one, all or nothing: see the [module documentation](self) for
 /// the members, the protocol and its guarantees.

@@ -65,7 +65,11 @@ fn check_refund<Q: Quota>(
         let now = quota.instant(Timestamp::from_ns(at_ns).unwrap());
         match quota.step(without, now, cost) {
             Step::Allow(word) => without = word,
-            Step::Deny => return Err(TestCaseError::fail("an admission denied without the refunded one")),
+            Step::Deny => {
+                return Err(TestCaseError::fail(
+                    "an admission denied without the refunded one",
+                ))
+            }
         }
     }
     let (refunded_state, gave_back) = match quota.refund_step(with, written, refunded.cost) {
@@ -81,7 +85,10 @@ fn check_refund<Q: Quota>(
         let cost = cost.min(quota.limit());
         let looser = matches!(quota.step(refunded_state, probe, cost), Step::Allow(_))
             && quota.step(without, probe, cost) == Step::Deny;
-        prop_assert!(!looser, "refunded state {refunded_state} looser than {without}");
+        prop_assert!(
+            !looser,
+            "refunded state {refunded_state} looser than {without}"
+        );
         exact &= quota.remaining(refunded_state, probe) == quota.remaining(without, probe);
     }
     Ok((gave_back, exact))
@@ -137,10 +144,17 @@ proptest! {
 fn a_gcra_refund_gives_nothing_back_once_another_admission_moved_the_state_on() {
     let quota = Gcra::per_second(10).unwrap();
     let now = quota.instant(Timestamp::ORIGIN);
-    let Step::Allow(written) = quota.step(Gcra::FRESH, now, 1) else { unreachable!() };
-    let Step::Allow(moved_on) = quota.step(written, now, 1) else { unreachable!() };
+    let Step::Allow(written) = quota.step(Gcra::FRESH, now, 1) else {
+        unreachable!()
+    };
+    let Step::Allow(moved_on) = quota.step(written, now, 1) else {
+        unreachable!()
+    };
     assert_eq!(quota.refund_step(moved_on, written, 1), Step::Deny);
-    assert!(matches!(quota.refund_step(written, written, 1), Step::Allow(_)));
+    assert!(matches!(
+        quota.refund_step(written, written, 1),
+        Step::Allow(_)
+    ));
 }
 
 #[test]
@@ -148,16 +162,28 @@ fn a_window_refund_gives_nothing_back_once_its_units_count_nowhere() {
     let fixed = FixedWindow::per_second(5).unwrap();
     let first = fixed.instant(Timestamp::ORIGIN);
     let next = fixed.instant(Timestamp::from_ns(1_000_000_000).unwrap());
-    let Step::Allow(written) = fixed.step(FixedWindow::FRESH, first, 2) else { unreachable!() };
-    let Step::Allow(later) = fixed.step(written, next, 1) else { unreachable!() };
+    let Step::Allow(written) = fixed.step(FixedWindow::FRESH, first, 2) else {
+        unreachable!()
+    };
+    let Step::Allow(later) = fixed.step(written, next, 1) else {
+        unreachable!()
+    };
     assert_eq!(fixed.refund_step(later, written, 2), Step::Deny);
 
     let sliding = SlidingWindow::per_second(5).unwrap();
-    let Step::Allow(written) = sliding.step(SlidingWindow::FRESH, first, 2) else { unreachable!() };
-    let Step::Allow(next_window) = sliding.step(written, next, 1) else { unreachable!() };
-    let Step::Allow(refunded) = sliding.refund_step(next_window, written, 2) else { unreachable!() };
+    let Step::Allow(written) = sliding.step(SlidingWindow::FRESH, first, 2) else {
+        unreachable!()
+    };
+    let Step::Allow(next_window) = sliding.step(written, next, 1) else {
+        unreachable!()
+    };
+    let Step::Allow(refunded) = sliding.refund_step(next_window, written, 2) else {
+        unreachable!()
+    };
     assert_eq!(sliding.remaining(refunded, next), 4);
     let two_on = sliding.instant(Timestamp::from_ns(2_000_000_000).unwrap());
-    let Step::Allow(two_windows_on) = sliding.step(next_window, two_on, 1) else { unreachable!() };
+    let Step::Allow(two_windows_on) = sliding.step(next_window, two_on, 1) else {
+        unreachable!()
+    };
     assert_eq!(sliding.refund_step(two_windows_on, written, 2), Step::Deny);
 }
