@@ -3,6 +3,10 @@
 //! second member refunds the shared one (`Quota` refund steps, through the one compare-and-swap
 //! driver).
 //!
+//! A third model races a keyed member's refund against a check of the key whose slot the
+//! refunded admission took: a keyed refund must never return a slot's word to a value it held
+//! under another key (an ABA a stale check of that key would act on).
+//!
 //! Every check is at one frozen instant (`check_at`), so nothing refills while the threads run,
 //! and the final state of every member can be written down: no member ever admits more than its
 //! limit, and, after all refunds, every window member holds exactly the units of the composite
@@ -15,7 +19,10 @@
 use loom::sync::Arc;
 use loom::thread;
 use nanolimit::composite::Composite;
-use nanolimit::{FixedWindow, Gcra, Limiter, ManualClock, Quota, Request, Timestamp};
+use nanolimit::{
+    Exact, FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request, Timestamp,
+    WhenFull,
+};
 use nanolimit_loom_tests::{at, explore, UNREACHED_PREEMPTION_BOUND};
 
 /// The instant of every check: nothing refills while the threads run.
@@ -135,6 +142,104 @@ fn gcra_composites_sharing_a_global_member_never_over_admit() {
             );
             assert!(global_held <= 2);
             assert_eq!(held(&members.own[1], now), allowed_1);
+        },
+    );
+}
+
+/// A one-bucket table (8 slots), `Exact` `u64` keys, fixed seed, new keys refused when full.
+fn one_bucket_table(quota: FixedWindow) -> KeyedLimiter<u64, FixedWindow, ManualClock, Exact> {
+    KeyedLimiter::<u64, FixedWindow>::builder(quota)
+        .capacity(1)
+        .shards(1)
+        .seed(7)
+        .when_full(WhenFull::Deny)
+        .clock(ManualClock::new())
+        .key_mode::<Exact>()
+        .build()
+        .expect("a one-bucket table")
+}
+
+/// Units `key` holds in `table` at `now` (0 for a key the table does not hold).
+fn held_by_key(
+    table: &KeyedLimiter<u64, FixedWindow, ManualClock, Exact>,
+    key: u64,
+    now: Timestamp,
+) -> u64 {
+    let remaining = table
+        .peek_with(&key, Request::cost(0).at(now))
+        .unwrap()
+        .remaining();
+    table.quota().limit() - remaining
+}
+
+/// Fixed windows of 1 s, 2 units per key. Keys 101..=108 fill the table's 8 slots in the
+/// first window (slot 0 is key 101's); in the second window, a composite check of key 101
+/// (with the global limit used up) takes a unit and refunds it, which leaves key 101's word at
+/// "window 1, count 0": fresh-equivalent, and reclaimable. Then, at 1.5 s, thread 0's
+/// composite check of the new key 100 reclaims slot 0 (its first state "window 1, count 1")
+/// and is denied by the global limit, while thread 1 checks key 101. A refund of key 100's
+/// admission would return slot 0 to "window 1, count 0", the very word thread 1 may have
+/// loaded as key 101's: its compare-and-swap would then land on key 100's entry. The shard's
+/// reassignment count forbids that refund (key 100's admission reclaimed a slot).
+#[test]
+fn a_keyed_refund_never_returns_a_slot_to_another_key_s_word() {
+    explore(
+        "a_keyed_refund_never_returns_a_slot_to_another_key_s_word",
+        UNREACHED_PREEMPTION_BOUND,
+        || {
+            let first_window = at(500_000_000);
+            let now = at(1_500_000_000);
+            let table = one_bucket_table(FixedWindow::per_second(2).unwrap());
+            let global =
+                Limiter::with_clock(FixedWindow::per_second(1).unwrap(), ManualClock::new());
+            for key in 101..=108 {
+                assert!(table.check_at(&key, first_window).is_allowed());
+            }
+            assert!(global.check_at(now).is_allowed());
+            let shared = Arc::new((table, global));
+            {
+                let limits = Composite::new((&shared.0, &shared.1));
+                assert!(limits.check_at(&101, now).is_denied());
+            }
+            assert_eq!(
+                held_by_key(&shared.0, 101, now),
+                0,
+                "key 101 refunded before the race"
+            );
+
+            let composite_thread = {
+                let shared = Arc::clone(&shared);
+                thread::spawn(move || {
+                    let limits = Composite::new((&shared.0, &shared.1));
+                    limits.check_at(&100, now).is_allowed()
+                })
+            };
+            let check_thread = {
+                let shared = Arc::clone(&shared);
+                thread::spawn(move || shared.0.check_at(&101, now).is_allowed())
+            };
+            let composite_allowed = composite_thread.join().unwrap();
+            let check_allowed = check_thread.join().unwrap();
+
+            let (table, global) = (&shared.0, &shared.1);
+            assert!(!composite_allowed, "the global limit was used up");
+            assert!(
+                check_allowed,
+                "key 101 always finds a slot: 7 others are fresh"
+            );
+            assert_eq!(
+                held_by_key(table, 101, now),
+                1,
+                "key 101 was admitted, so it holds its one unit (not another key's slot)"
+            );
+            // Key 100's admission reclaimed a slot: its unit is kept (the stated
+            // under-admission), never given back onto a word another key held.
+            assert_eq!(
+                held_by_key(table, 100, now),
+                1,
+                "key 100's reclaiming admission"
+            );
+            assert_eq!(held(global, now), 1);
         },
     );
 }
