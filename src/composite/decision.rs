@@ -57,6 +57,20 @@ impl<D: MemberDecisions> CompositeDecision<D> {
     }
 
     /// Whether the request may proceed: every member admitted it, and each consumed its cost.
+    ///
+    /// ```
+    /// use nanolimit::composite::Composite;
+    /// use nanolimit::{Gcra, Limiter, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let a = Limiter::with_clock(Gcra::per_second(1)?, clock.clone());
+    /// let b = Limiter::with_clock(Gcra::per_second(5)?, clock);
+    /// let limits = Composite::new((&a, &b));
+    /// assert!(limits.check(&()).is_allowed());
+    /// assert!(limits.check(&()).is_denied());
+    /// assert_eq!(b.peek().remaining(), 4);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     #[inline]
     pub fn is_allowed(&self) -> bool {
         self.allowed
@@ -90,6 +104,19 @@ impl<D: MemberDecisions> CompositeDecision<D> {
 
     /// The position of the binding member: the smallest remaining if allowed, the longest
     /// retry-after among the denying members if denied (ties: the earlier member).
+    ///
+    /// ```
+    /// use nanolimit::composite::Composite;
+    /// use nanolimit::{FixedWindow, Gcra, Limiter, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let second = Limiter::with_clock(Gcra::per_second(2)?, clock.clone());
+    /// let minute = Limiter::with_clock(FixedWindow::per_minute(3)?, clock);
+    /// let limits = Composite::new((&second, &minute));
+    /// // Remaining 1 of 2 and 2 of 3: the per-second limit binds.
+    /// assert_eq!(limits.check(&()).binding(), 0);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     pub fn binding(&self) -> usize {
         let mut binding = 0;
         if self.allowed {

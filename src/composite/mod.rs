@@ -158,6 +158,19 @@ impl<M> Composite<M> {
     }
 
     /// The members, as given.
+    ///
+    /// ```
+    /// use nanolimit::composite::Composite;
+    /// use nanolimit::{FixedWindow, Gcra, Limiter};
+    ///
+    /// let limits = Composite::new((
+    ///     Limiter::new(Gcra::per_second(10)?),
+    ///     Limiter::new(FixedWindow::per_minute(100)?),
+    /// ));
+    /// assert!(limits.check(&()).is_allowed());
+    /// assert_eq!(limits.members().1.peek().remaining(), 99);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     pub fn members(&self) -> &M {
         &self.members
     }
