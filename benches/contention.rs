@@ -53,6 +53,7 @@
 //! | `keyed-hot-under-flood` | thread 0 checks one hot key, present in the table, on every call: the only thread measured; threads 1 and up each check a new key on every call (a flood) on the same table, and their calls are not counted (the row's line prints their call rate); at 1 thread the hot thread runs alone (the baseline). Shows whether a flood of new keys slows the checks of a present key (e.g. false sharing on the table's shard headers) |
 //! | `packet-loop` | reads the clock once per batch of 32 checks (65,536 flows), passes it in |
 //! | `http-layer` | sends an HTTP request through a tower service in process (no network, no runtime): through nanolimit's `RateLimitLayer`, through tower_governor's `GovernorLayer`, or straight to the inner service (the floor); per-IP keys, each thread cycling through its own random order of one pool of 10,000 client addresses (features `http` and `axum`) |
+//! | `composite-2` | cycles through its own 1,024 keys, checking each against a composite (`nanolimit::composite::Composite`) of a per-key GCRA (`KeyedLimiter`, 10^8 / s, burst 10^6) and a global GCRA shared by all threads (`Limiter`, 10^9 / s, burst 10^6): every check passes both. Rows: `nanolimit gcra+gcra` (the composite's `check(&key)`), `nanolimit gcra` (the per-key limiter alone, the same keys: one check, for the composite / one-check ratio printed under the table, the issue's target being at most 2.2) and `floor two-cas` (a clock read, an ahash of the key and a compare-and-swap on the thread's own word, then one on a word shared by all threads: what the composite needs at least); see `benches/contention/composite.rs` |
 //! | `inflight` | takes one permit from one concurrency limiter shared by all threads (`try_acquire()`) and drops it at once: one call is the pair acquire + release; the limit (1,024 permits) is far above the permits held at once, so every acquire succeeds: through nanolimit's `InFlightLimiter`, through tokio's `Semaphore`, or as the pair's hardware floor (`fetch_add` then `fetch_sub` on one shared word) |
 //!
 //! Limiters: nanolimit (`gcra`, `sliding-window`, `fixed-window`) everywhere, and nanolimit
@@ -196,6 +197,8 @@
 //! (run both: `--scenario direct-allow --scenario direct-reserve`): a reservation's cost over an
 //! allowed check's, measured in the same run.
 
+#[path = "contention/composite.rs"]
+mod composite;
 #[cfg(all(feature = "http", feature = "axum"))]
 #[path = "contention/http_layer.rs"]
 mod http_layer;
@@ -260,6 +263,8 @@ const HTTP_LAYER_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000_000, 1_000_000);
 const HTTP_LAYER_THREADS: [usize; 3] = [1, 2, 4];
 /// inflight's thread counts unless `--threads` says otherwise (the smoke test: 1 and 2).
 const INFLIGHT_THREADS: [usize; 3] = [1, 2, 4];
+/// composite-2's thread counts unless `--threads` says otherwise (the smoke test: 1 and 2).
+const COMPOSITE_THREADS: [usize; 3] = [1, 2, 4];
 /// Whether this build has http-layer (the features `http` and `axum`).
 const HTTP_LAYER_BUILT: bool = cfg!(all(feature = "http", feature = "axum"));
 /// What to build for http-layer.
@@ -287,10 +292,11 @@ enum Scenario {
     PacketLoop,
     HttpLayer,
     Inflight,
+    Composite2,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 12] = [
+    const ALL: [Scenario; 13] = [
         Scenario::DirectAllow,
         Scenario::DirectReserve,
         Scenario::DirectDeny,
@@ -303,6 +309,7 @@ impl Scenario {
         Scenario::PacketLoop,
         Scenario::HttpLayer,
         Scenario::Inflight,
+        Scenario::Composite2,
     ];
 
     fn name(self) -> &'static str {
@@ -319,6 +326,7 @@ impl Scenario {
             Scenario::HttpLayer => "http-layer",
             Scenario::PacketLoop => "packet-loop",
             Scenario::Inflight => "inflight",
+            Scenario::Composite2 => "composite-2",
         }
     }
 
@@ -383,6 +391,14 @@ impl Scenario {
                 "one concurrency limiter shared by all threads, limit {} permits; each call try_acquire()s one permit and drops it (every acquire succeeds); floor = fetch_add + fetch_sub on one shared word",
                 inflight::INFLIGHT_LIMIT,
             ),
+            Scenario::Composite2 => format!(
+                "each thread cycles through its own {} keys, checking a composite of a per-key GCRA ({}/s, burst {}) and a global GCRA ({}/s, burst {}; every check passes both); nanolimit gcra = the per-key limiter alone; floor = clock read + ahash + own CAS + shared CAS",
+                composite::KEYS_PER_THREAD,
+                composite::PER_KEY_QUOTA.count,
+                composite::PER_KEY_QUOTA.burst,
+                composite::GLOBAL_QUOTA.count,
+                composite::GLOBAL_QUOTA.burst,
+            ),
         }
     }
 
@@ -443,6 +459,7 @@ impl Scenario {
         match self {
             Scenario::HttpLayer => Some(&HTTP_LAYER_THREADS),
             Scenario::Inflight => Some(&INFLIGHT_THREADS),
+            Scenario::Composite2 => Some(&COMPOSITE_THREADS),
             _ => None,
         }
     }
@@ -509,6 +526,15 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
             (LimiterKind::Floor, AlgorithmKind::FetchAddPair),
         ];
     }
+    if scenario == Scenario::Composite2 {
+        // The composite, the per-key limiter alone (one check), and the work the composite
+        // needs at least: the scenario's own floor.
+        return vec![
+            (LimiterKind::Nanolimit, AlgorithmKind::GcraPlusGcra),
+            (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
+            (LimiterKind::Floor, AlgorithmKind::TwoCas),
+        ];
+    }
     let mut limiters = vec![
         (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
         (LimiterKind::Nanolimit, AlgorithmKind::SlidingWindow),
@@ -569,7 +595,7 @@ struct Config {
 const USAGE: &str = "usage: cargo bench --bench contention -- [--quick] [--scenario NAME]... \
 [--threads 1,2,4] [--duration SECS] [--csv PATH]
 scenarios: direct-allow direct-reserve direct-deny keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
-keyed-flood keyed-hot-under-flood packet-loop http-layer inflight (http-layer: build with --all-features)";
+keyed-flood keyed-hot-under-flood packet-loop http-layer inflight composite-2 (http-layer: build with --all-features)";
 
 fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String> {
     let mut scenarios = Vec::new();
@@ -788,7 +814,8 @@ fn run_keyed<S: KeyedSubject>(job: Job, context: &Context) -> MeasuredRun {
         | Scenario::DirectReserve
         | Scenario::DirectDeny
         | Scenario::HttpLayer
-        | Scenario::Inflight => {
+        | Scenario::Inflight
+        | Scenario::Composite2 => {
             unreachable!("not a keyed scenario of KeyedSubjects")
         }
     };
@@ -830,6 +857,9 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
     }
     if scenario == Scenario::Inflight {
         return inflight::run(job, context);
+    }
+    if scenario == Scenario::Composite2 {
+        return composite::run(job, context);
     }
     let quota = scenario.quota(job.algorithm);
     if scenario == Scenario::DirectReserve {
@@ -927,6 +957,7 @@ fn key_pattern(scenario: Scenario, context: &Context) -> KeyPattern {
         Scenario::PacketLoop => KeyPattern::Flows,
         Scenario::HttpLayer => KeyPattern::HttpClients,
         Scenario::Inflight => unreachable!("inflight has no keys"),
+        Scenario::Composite2 => unreachable!("composite-2 reports its keys itself"),
     }
 }
 
@@ -965,6 +996,11 @@ fn make_row(job: Job, run: MeasuredRun, context: &Context) -> Row {
     if scenario == Scenario::Inflight {
         // One limiter shared by all threads, no quota: one key, no accuracy.
         row.keys = 1;
+        return row;
+    }
+    if scenario == Scenario::Composite2 {
+        // Each thread's own keys; quotas never reached: no accuracy.
+        row.keys = composite::KEYS_PER_THREAD * job.threads as u64;
         return row;
     }
     let pattern = key_pattern(scenario, context);

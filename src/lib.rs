@@ -52,6 +52,11 @@
 //! (feature `tokio`) async acquires served first come, first served; [`KeyedInFlightLimiter`]
 //! keeps such a limit per key on the keyed table (see [`inflight`]).
 //!
+//! [`Composite`] checks several limiters as one, all or nothing (per key 10 per second and
+//! 1,000 per day; per IP 100 per second and 50,000 per second in all): a request passes only if
+//! every member admits it, a denial gives back what earlier members consumed, and the decision
+//! reports the binding member (see [`composite`]).
+//!
 //! [`SlidingLogLimiter`] is the exact sliding log: one record per admitted unit, so no window of
 //! length `W` ever holds more than `L` units; [`KeyedSlidingLogLimiter`](sliding_log::KeyedSlidingLogLimiter)
 //! keeps such a log per key on the keyed table (see [`sliding_log`]).
@@ -64,6 +69,8 @@
 #![warn(missing_docs)]
 
 pub mod quota;
+
+pub mod composite;
 
 mod driver;
 
@@ -88,6 +95,7 @@ mod sync;
 
 pub use quota::{FixedWindow, Gcra, Quota, Reservable, SlidingWindow, Step};
 
+pub use composite::{Composite, CompositeDecision};
 pub use decision::{Decision, RateLimitHeaders};
 pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};

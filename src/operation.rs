@@ -74,6 +74,22 @@ impl<Q: Reservable> Operation<Q> for GiveBack {
     }
 }
 
+/// A composite check's refund: give back `cost` that an admission which wrote `written`
+/// consumed, because a later member of the composite denied the check (see
+/// [`Sealed::refund_step`](crate::quota::Sealed::refund_step)).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Refund {
+    pub(crate) written: u64,
+    pub(crate) cost: u64,
+}
+
+impl<Q: Quota> Operation<Q> for Refund {
+    #[inline]
+    fn step(&self, quota: &Q, state: u64, _now: Q::Instant, _cost: u64) -> Step {
+        quota.refund_step(state, self.written, self.cost)
+    }
+}
+
 /// A keyed in-flight permit's release: `units` leave the key's units in flight, and its count
 /// of releases goes up by one, so the word still grows (see `Concurrency::release_step`). Applied only
 /// through the keyed table's guarded driver, to the slot a fresh lookup finds holding the

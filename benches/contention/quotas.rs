@@ -36,6 +36,11 @@ pub enum AlgorithmKind {
     Semaphore,
     /// inflight's floor: `fetch_add` then `fetch_sub` on one shared word.
     FetchAddPair,
+    /// composite-2: nanolimit's `Composite` of a per-key GCRA and a global GCRA.
+    GcraPlusGcra,
+    /// composite-2's floor: a clock read, ahash and a compare-and-swap on the thread's own
+    /// word, then one on a shared word.
+    TwoCas,
 }
 
 impl AlgorithmKind {
@@ -56,6 +61,8 @@ impl AlgorithmKind {
             AlgorithmKind::InFlight => "in-flight",
             AlgorithmKind::Semaphore => "semaphore",
             AlgorithmKind::FetchAddPair => "fetch-add-pair",
+            AlgorithmKind::GcraPlusGcra => "gcra+gcra",
+            AlgorithmKind::TwoCas => "two-cas",
         }
     }
 }

@@ -128,6 +128,7 @@ pub fn floor_components(scenario: &str) -> &'static [(&'static str, f64)] {
         "keyed-rotate-100k" | "keyed-zipf-1m" | "keyed-flood" => {
             &[("clock-read", 1.0), ("random-line-cas", 1.0)]
         }
+        "composite-2" => &[("two-cas", 1.0)],
         _ => &[("clock-read", 1.0), ("ahash-cas", 1.0)],
     }
 }
@@ -324,6 +325,9 @@ pub fn print_table(
         if *scenario == "inflight" {
             print_versus_semaphore(out, &scenario_rows)?;
         }
+        if *scenario == "composite-2" {
+            print_composite_versus_one_check(out, &scenario_rows)?;
+        }
         let reports: Vec<&&Row> = scenario_rows
             .iter()
             .filter(|row| row.state_report.is_some())
@@ -435,6 +439,34 @@ fn print_versus_semaphore(out: &mut impl std::io::Write, rows: &[&Row]) -> std::
             "   acquire + release at {threads} thread{}: nanolimit {nanolimit:.2} ns, tokio-semaphore {semaphore:.2} ns per call (aggregate); nanolimit / tokio-semaphore = {:.2} (target <= 1)",
             if threads == 1 { "" } else { "s" },
             nanolimit / semaphore,
+        )?;
+    }
+    Ok(())
+}
+
+/// Under composite-2: the composite's aggregate ns per call over one check's (the per-key
+/// limiter alone) at each thread count (the target: at most 2.2).
+fn print_composite_versus_one_check(
+    out: &mut impl std::io::Write,
+    rows: &[&Row],
+) -> std::io::Result<()> {
+    let find = |algorithm: &str, threads: usize| {
+        rows.iter()
+            .find(|row| {
+                row.limiter == "nanolimit" && row.algorithm == algorithm && row.threads == threads
+            })
+            .map(|row| row.aggregate_ns_per_op())
+    };
+    for threads in distinct_thread_counts(rows) {
+        let (Some(composite), Some(one)) = (find("gcra+gcra", threads), find("gcra", threads))
+        else {
+            continue;
+        };
+        writeln!(
+            out,
+            "   composite of two at {threads} thread{}: {composite:.2} ns, one check {one:.2} ns per call (aggregate); composite / one check = {:.2} (target <= 2.2)",
+            if threads == 1 { "" } else { "s" },
+            composite / one,
         )?;
     }
     Ok(())

@@ -24,7 +24,7 @@
 //!   the hint and the identity, then publish the key's first state with a Release store.
 //!
 //! - **Reservation and cancellation**: a reservation is a check whose step books ahead
-//!   ([`Reservable::reserve_step`]): the same fast path, slow
+//!   ([`Reservable::reserve_step`](crate::Reservable::reserve_step)): the same fast path, slow
 //!   path and insert. A cancellation looks its key up again (never inserting it) and applies
 //!   the cancellation step through the same guarded driver as a check's slow path, so it only
 //!   ever changes a state while the slot holds its key.
@@ -87,8 +87,8 @@ use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;
 use crate::decision::{Decision, Refusal};
 use crate::driver::{self, Applied, Attempt};
-use crate::operation::{GiveBack, Operation};
-use crate::quota::{Quota, Reservable, Step};
+use crate::operation::Operation;
+use crate::quota::{Quota, Step};
 use crate::request::JudgingLead;
 use crate::sync::{fence, Ordering};
 use crate::throttle::KeyIdentity;
@@ -169,7 +169,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     /// The core every peek funnels into: the key's state as it is, judged without writing or
     /// inserting anything. A key the table does not hold is judged as a check would judge it:
     /// fresh if a slot is free for it, else as its [`WhenFull`] policy says.
-    pub(super) fn peek_decision(
+    pub(crate) fn peek_decision(
         &self,
         key: &K,
         quota: &Q,
@@ -290,13 +290,16 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         (decision, named)
     }
 
-    /// Applies `undo` to the state of the key a reservation named, if the table still holds it
-    /// and its shard has reassigned no slot since the booking.
+    /// Applies `undo` (a reservation's cancellation, or a composite check's refund) to the state
+    /// of the key a booking or an admission named, if the table still holds it and its shard has
+    /// reassigned no slot since that booking or admission.
     #[cold]
-    pub(crate) fn undo_for_named_key(&self, undo: GiveBack, key: &KeyIdentity, now: Q::Instant)
-    where
-        Q: Reservable,
-    {
+    pub(crate) fn undo_for_named_key(
+        &self,
+        undo: impl Operation<Q>,
+        key: &KeyIdentity,
+        now: Q::Instant,
+    ) {
         let identity = M::Slot::identity_from_words(key.words);
         let shard = self.table.place(key.hash).shard;
         let within_stay = UndoWithinStay {
@@ -546,26 +549,26 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     }
 }
 
-/// A cancellation on a keyed slot: undoes the booking only while the key's shard has
-/// reassigned no slot since it (a key evicted while its reservation was pending may come back
-/// with a state that happens to equal the word the booking wrote; undoing it then could return
-/// the slot to a value another key held).
-struct UndoWithinStay<'table, S> {
-    undo: GiveBack,
+/// A cancellation (or a composite check's refund) on a keyed slot: undoes the booking (the
+/// admission) only while the key's shard has reassigned no slot since it (a key evicted while
+/// its reservation was pending may come back with a state that happens to equal the word the
+/// booking wrote; undoing it then could return the slot to a value another key held).
+struct UndoWithinStay<'table, S, O> {
+    undo: O,
     table: &'table Table<S>,
     shard: usize,
     reassignments: u64,
 }
 
-impl<S> Clone for UndoWithinStay<'_, S> {
+impl<S, O: Copy> Clone for UndoWithinStay<'_, S, O> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<S> Copy for UndoWithinStay<'_, S> {}
+impl<S, O: Copy> Copy for UndoWithinStay<'_, S, O> {}
 
-impl<S: SlotOps, Q: Reservable> Operation<Q> for UndoWithinStay<'_, S> {
+impl<S: SlotOps, Q: Quota, O: Operation<Q>> Operation<Q> for UndoWithinStay<'_, S, O> {
     #[inline]
     fn step(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step {
         // Called on a state loaded with Acquire ordering (see `Table::reassignments`).

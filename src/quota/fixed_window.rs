@@ -187,6 +187,20 @@ impl Sealed for FixedWindow {
     fn shares_units_with(&self, base: &FixedWindow) -> bool {
         self.length.shares_units_with(&base.length)
     }
+
+    /// Counts add up whatever the order, so while the state still names the window `written`
+    /// counted `cost` in, taking `cost` off its count is exact: the count the window would hold
+    /// without that admission, and no lower than the word that admission replaced. Once the
+    /// state names another window, the admission's units count nowhere any more: nothing to
+    /// give back.
+    #[inline]
+    fn refund_step(&self, state: u64, written: u64, cost: u64) -> Step {
+        let count = (state >> COUNT_SHIFT) & COUNT_MASK;
+        if state >> WINDOW_INDEX_SHIFT != written >> WINDOW_INDEX_SHIFT || count < cost {
+            return Step::Deny;
+        }
+        Step::Allow(state - (cost << COUNT_SHIFT))
+    }
 }
 
 impl Quota for FixedWindow {

@@ -368,6 +368,17 @@ impl Sealed for Gcra {
     fn shares_units_with(&self, base: &Gcra) -> bool {
         self.ticks_per_ns_q59 == base.ticks_per_ns_q59
     }
+
+    /// A reservation's cancellation for a booking that starts at once: the exact undo while
+    /// `written` is still the state (restoring `max(previous, now)`, see
+    /// [`Reservable::cancel_step`]), else nothing. Once another admission moved `tat` on from
+    /// `written`, subtracting `n·T` may be looser than the state without this admission (the
+    /// other one may have found the bucket idle, `max(tat, now) = now`), so nothing is given
+    /// back and the units refill at the quota's rate.
+    #[inline]
+    fn refund_step(&self, state: u64, written: u64, cost: u64) -> Step {
+        Gcra::cancel_step(state, written, self.increment_ticks(cost))
+    }
 }
 
 impl Quota for Gcra {

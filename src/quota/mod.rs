@@ -94,6 +94,18 @@ mod private {
         /// Whether this quota's state words count in `base`'s units (true for any result of
         /// [`rebase`](Self::rebase) onto `base`).
         fn shares_units_with(&self, base: &Self) -> bool;
+
+        /// The refund step of a composite check (`src/composite/`): gives back `cost` that an
+        /// admission which wrote `written` consumed, applied to the current `state` after a
+        /// later member of the composite denied the check. Allows only a word that decides, at
+        /// any time no earlier than the admission's, as strictly as the state would without
+        /// that admission (never looser: no member over-admits), and that is no lower than the
+        /// word the admission replaced (keyed slots stay free of ABA); denies, giving nothing
+        /// back, where it cannot tell (the units stay consumed until they refill). The default
+        /// gives nothing back.
+        fn refund_step(&self, _state: u64, _written: u64, _cost: u64) -> super::Step {
+            super::Step::Deny
+        }
     }
 }
 pub(crate) use private::Sealed;

@@ -248,6 +248,29 @@ impl Sealed for SlidingWindow {
     fn shares_units_with(&self, base: &SlidingWindow) -> bool {
         self.length.shares_units_with(&base.length)
     }
+
+    /// Counts add up whatever the order: while the state names the window `written` counted
+    /// `cost` in, its current count drops by `cost`; once the state names the next window, its
+    /// previous count does (a roll to the next window moves the current count there whole).
+    /// Either way the counts are those the state would hold without that admission, and the
+    /// word is no lower than the one that admission replaced. Further on, the admission's units
+    /// weigh nothing any more: nothing to give back.
+    #[inline]
+    fn refund_step(&self, state: u64, written: u64, cost: u64) -> Step {
+        let stored_index = state >> WINDOW_INDEX_SHIFT;
+        let written_index = written >> WINDOW_INDEX_SHIFT;
+        let shift = if stored_index == written_index {
+            CURRENT_COUNT_SHIFT
+        } else if stored_index == (written_index + 1) & WINDOW_INDEX_MASK {
+            PREVIOUS_COUNT_SHIFT
+        } else {
+            return Step::Deny;
+        };
+        if (state >> shift) & COUNT_MASK < cost {
+            return Step::Deny;
+        }
+        Step::Allow(state - (cost << shift))
+    }
 }
 
 impl Quota for SlidingWindow {
