@@ -93,6 +93,49 @@ impl FixedWindow {
         }
     }
 
+    /// At most `limit` units ever, then none: "burst then never", for a trial allowance or a
+    /// tier whose allowance does not renew. Its window is longer than any clock's
+    /// [horizon](crate::Timestamp::HORIZON), so a count never resets; its state is a count
+    /// like any window quota's, so quotas made by this constructor (with different limits) are
+    /// tiers of one another, and of nothing else (window tiers share a window length).
+    ///
+    /// A denial's [`retry_after`](crate::Decision::retry_after) (and `reset_after`) is at least
+    /// the time to just past the horizon, about 18 years from the clock's origin: never zero,
+    /// so an HTTP `Retry-After` tells the client not to come back. Errors as [`new`](Self::new) does
+    /// for a limit of zero or above [`MAX_LIMIT`](Self::MAX_LIMIT) (16,777,200).
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, Limiter, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let trial = Limiter::with_clock(FixedWindow::burst_then_never(2)?, clock.clone());
+    /// assert!(trial.check().is_allowed());
+    /// clock.advance(Duration::from_secs(10 * 365 * 86_400));
+    /// assert!(trial.check().is_allowed());
+    /// let denied = trial.check();
+    /// assert!(denied.is_denied());
+    /// assert!(denied.retry_after() > Duration::from_secs(8 * 365 * 86_400));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub const fn burst_then_never(limit: u64) -> Result<FixedWindow, QuotaError> {
+        if limit == 0 {
+            return Err(QuotaError::ZeroLimit);
+        }
+        if limit > MAX_LIMIT {
+            return Err(QuotaError::LimitTooLarge {
+                requested: limit,
+                max: MAX_LIMIT,
+            });
+        }
+        let length = WindowLength::BEYOND_HORIZON;
+        Ok(FixedWindow {
+            limit,
+            length,
+            forward_windows: length.forward_windows(WINDOW_INDEX_MASK, BACKWARD_WINDOWS),
+        })
+    }
+
     /// At most `limit` units per second.
     pub const fn per_second(limit: u64) -> Result<FixedWindow, QuotaError> {
         FixedWindow::new(limit, Duration::from_secs(1))
