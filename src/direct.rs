@@ -302,7 +302,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
 
     /// The core every peek funnels into.
     #[inline]
-    fn peek_decision(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
+    pub(crate) fn peek_decision(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
         // ORDERING: Acquire, as in `decide`; nothing is written.
         let observed = self.state.load(Ordering::Acquire);
         let allowed = cost == 0 || matches!(quota.step(observed, now, cost), Step::Allow(_));

@@ -73,6 +73,7 @@ mod request;
 
 mod direct;
 pub mod inflight;
+pub mod live;
 pub mod keyed;
 mod operation;
 pub mod sliding_log;
@@ -93,6 +94,8 @@ pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};
 
 pub use direct::Limiter;
+pub use live::LiveLimiter;
+pub use quota::Adjustable;
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
 pub use keyed::{
     Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,

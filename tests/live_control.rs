@@ -8,7 +8,8 @@ use common::{
     proptest_config, HORIZON_NS, SECOND_NS, YEAR_NS,
 };
 use nanolimit::{
-    FixedWindow, Gcra, KeyedLimiter, ManualClock, Quota, QuotaError, Request, SlidingWindow, Step,
+    FixedWindow, Gcra, KeyedLimiter, LiveLimiter, ManualClock, Quota, QuotaError, Request,
+    SlidingWindow, Step,
 };
 use proptest::prelude::*;
 use rand::rngs::StdRng;
@@ -274,4 +275,166 @@ proptest! {
     ) {
         check_every_method_on_any_input(&Gcra::unlimited(), state, now, cost)?;
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A direct limiter whose quota changes at runtime.
+
+/// A live limiter and a plain one checked under a tier made of each quota the live one is
+/// switched to: the same decisions, for a random schedule of checks and switches among
+/// `quotas` (the first the limiters' own).
+fn assert_a_live_limiter_is_a_limiter_under_the_current_tier<Q>(quotas: &[Q], seed: u64)
+where
+    Q: nanolimit::Adjustable + PartialEq,
+{
+    let mut rng = StdRng::seed_from_u64(seed);
+    let live = LiveLimiter::with_clock(quotas[0], ManualClock::new());
+    let plain = limiter(quotas[0]);
+    let mut tier = plain.tier(quotas[0]).unwrap();
+    let mut now_ns = rng.gen_range(0..=YEAR_NS);
+    for _ in 0..5_000 {
+        if rng.gen_range(0..8) == 0 {
+            let quota = quotas[rng.gen_range(0..quotas.len())];
+            live.set_quota(quota).unwrap();
+            tier = plain.tier(quota).unwrap();
+            assert_eq!(live.quota(), *tier.quota());
+        }
+        now_ns += rng.gen_range(0..=SECOND_NS / 4);
+        let cost = rng.gen_range(0..=tier.quota().limit() + 1);
+        let request = Request::cost(cost).at(at(now_ns));
+        let peeked = (live.peek_with(request), plain.peek_with(request.tier(tier)));
+        let checked = (live.check_with(request), plain.check_with(request.tier(tier)));
+        for (live_decision, plain_decision) in [peeked, checked] {
+            match (live_decision, plain_decision) {
+                (Ok(live_decision), Ok(plain_decision)) => {
+                    assert_eq!(live_decision.is_allowed(), plain_decision.is_allowed());
+                    assert_eq!(live_decision.quota(), plain_decision.quota());
+                    assert_eq!(live_decision.state_word(), plain_decision.state_word());
+                    assert_eq!(live_decision.remaining(), plain_decision.remaining());
+                    assert_eq!(live_decision.retry_after(), plain_decision.retry_after());
+                    assert_eq!(live_decision.reset_after(), plain_decision.reset_after());
+                }
+                (Err(live_error), Err(plain_error)) => assert_eq!(live_error, plain_error),
+                (live_decision, plain_decision) => {
+                    panic!("{live_decision:?} differs from {plain_decision:?}")
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_live_limiter_decides_as_a_limiter_under_its_current_quota_as_a_tier() {
+    let gcra = [
+        Gcra::per_second(10).unwrap(),
+        Gcra::per_second(2).unwrap().with_burst(5).unwrap(),
+        Gcra::new(7, Duration::from_secs(3)).unwrap(),
+        Gcra::per_second(100).unwrap().with_burst(1).unwrap(),
+        Gcra::unlimited(),
+    ];
+    assert_a_live_limiter_is_a_limiter_under_the_current_tier(&gcra, 1);
+    // On a fractional scale too: the later quotas are rebased onto it.
+    let fractional = [
+        Gcra::new(3, Duration::from_secs(1)).unwrap(),
+        Gcra::per_second(10).unwrap(),
+        Gcra::per_minute(50).unwrap().with_burst(4).unwrap(),
+    ];
+    assert_a_live_limiter_is_a_limiter_under_the_current_tier(&fractional, 2);
+    let fixed = [
+        FixedWindow::per_second(5).unwrap(),
+        FixedWindow::per_second(1).unwrap(),
+        FixedWindow::per_second(50).unwrap(),
+    ];
+    assert_a_live_limiter_is_a_limiter_under_the_current_tier(&fixed, 3);
+    let sliding = [
+        SlidingWindow::per_second(5).unwrap(),
+        SlidingWindow::per_second(1).unwrap(),
+        SlidingWindow::per_second(50).unwrap(),
+    ];
+    assert_a_live_limiter_is_a_limiter_under_the_current_tier(&sliding, 4);
+}
+
+#[test]
+fn a_refused_quota_changes_nothing() {
+    let limiter = LiveLimiter::with_clock(SlidingWindow::per_minute(3).unwrap(), ManualClock::new());
+    assert!(limiter.check().is_allowed());
+    let per_second = SlidingWindow::per_second(3).unwrap();
+    assert_eq!(limiter.set_quota(per_second), Err(QuotaError::IncompatibleQuota));
+    assert_eq!(limiter.quota(), SlidingWindow::per_minute(3).unwrap());
+    assert_eq!(limiter.peek().remaining(), 2);
+    // A burst of years does not fit the state's scale of 1/16 ns: as a tier, refused.
+    let limiter = LiveLimiter::new(Gcra::per_second(10).unwrap());
+    let years = Gcra::per_day(1).unwrap().with_burst(10_000).unwrap();
+    assert!(limiter.tier(years).is_err());
+    assert!(matches!(
+        limiter.set_quota(years),
+        Err(QuotaError::LimitTooLarge { .. })
+    ));
+    assert_eq!(limiter.quota(), Gcra::per_second(10).unwrap());
+}
+
+#[test]
+fn lowering_a_limit_keeps_the_debt_and_raising_it_admits_at_once() {
+    let clock = ManualClock::new();
+    let limiter = LiveLimiter::with_clock(Gcra::per_second(10).unwrap(), clock.clone());
+    for _ in 0..5 {
+        assert!(limiter.check().is_allowed());
+    }
+    // 500 ms of debt, now judged at 1 per second with bursts of 1: denied until it is repaid.
+    limiter.set_quota(Gcra::per_second(1).unwrap()).unwrap();
+    let denied = limiter.check();
+    assert!(denied.is_denied());
+    assert_eq!(denied.retry_after(), Duration::from_millis(500));
+    clock.advance(Duration::from_millis(500));
+    assert!(limiter.check().is_allowed());
+    assert!(limiter.check().is_denied());
+    // Raised again: the one-second debt is a whole burst of 10 at the new rate, repaid one
+    // unit per 100 ms.
+    limiter.set_quota(Gcra::per_second(10).unwrap()).unwrap();
+    assert_eq!(limiter.peek().remaining(), 0);
+    clock.advance(Duration::from_millis(300));
+    assert_eq!(limiter.peek().remaining(), 3);
+}
+
+/// Threads check a live limiter under a frozen clock while another switches its quota between
+/// two: every decision is made under one of the two, wholly, and the admissions never exceed
+/// the larger burst (the state is shared, the debt carries over).
+#[test]
+fn checks_racing_quota_changes_see_one_quota_or_the_other() {
+    let small = Gcra::per_second(1_000).unwrap().with_burst(50).unwrap();
+    let large = Gcra::per_second(10).unwrap().with_burst(500).unwrap();
+    let limiter = LiveLimiter::with_clock(small, ManualClock::new());
+    let now = limiter.now();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let admitted = std::thread::scope(|scope| {
+        let switcher = scope.spawn(|| {
+            let mut switches = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || switches < 1_000 {
+                let next = if switches % 2 == 0 { large } else { small };
+                limiter.set_quota(next).unwrap();
+                switches += 1;
+            }
+        });
+        let checkers: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut admitted = 0u64;
+                    for _ in 0..50_000 {
+                        let decision = limiter.check_at(now);
+                        let quota = *decision.quota();
+                        assert!(quota == small || quota == large, "{quota:?}");
+                        admitted += u64::from(decision.is_allowed());
+                    }
+                    admitted
+                })
+            })
+            .collect();
+        let admitted: u64 = checkers.into_iter().map(|checker| checker.join().unwrap()).sum();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        switcher.join().unwrap();
+        admitted
+    });
+    // At most 50 under the small burst (its 50 ms of debt), then 499 under the large one.
+    assert!(admitted <= 549, "{admitted}");
+    assert!(admitted >= 50, "{admitted}");
 }

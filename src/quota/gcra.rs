@@ -18,7 +18,7 @@
 //! `tat` at or before now is a full bucket ([`Quota::FRESH`] is 0).
 //!
 
-use super::{Quota, Reservable, Sealed, Step};
+use super::{Encoded, Quota, Reservable, Sealed, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
 use crate::error::QuotaError;
 use std::time::Duration;
@@ -432,6 +432,34 @@ impl Sealed for Gcra {
 
     fn shares_units_with(&self, base: &Gcra) -> bool {
         self.ticks_per_ns_q59 == base.ticks_per_ns_q59
+    }
+}
+
+impl Encoded for Gcra {
+    fn to_words(&self) -> [u64; QUOTA_WORDS] {
+        [
+            self.count,
+            self.period_ns,
+            self.burst,
+            self.ticks_per_ns_q59,
+            self.emission_interval_ticks,
+            self.tolerance_ticks,
+            self.judging_lead_ticks,
+        ]
+    }
+
+    fn from_words(words: [u64; QUOTA_WORDS]) -> Gcra {
+        let [count, period_ns, burst, ticks_per_ns_q59, emission_interval_ticks, tolerance_ticks, judging_lead_ticks] =
+            words;
+        Gcra {
+            count,
+            period_ns,
+            burst,
+            ticks_per_ns_q59,
+            emission_interval_ticks,
+            tolerance_ticks,
+            judging_lead_ticks,
+        }
     }
 }
 

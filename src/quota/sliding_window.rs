@@ -20,7 +20,7 @@
 //! figures).
 
 use super::window::{WindowInstant, WindowLength};
-use super::{Quota, Sealed, Step};
+use super::{Encoded, Quota, Sealed, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
 use crate::error::QuotaError;
 use std::time::Duration;
@@ -281,6 +281,22 @@ struct View {
     current: u64,
     /// How far into it the decision is judged.
     elapsed_ns: u64,
+}
+
+impl Encoded for SlidingWindow {
+    fn to_words(&self) -> [u64; QUOTA_WORDS] {
+        let [window_ns, reciprocal, reciprocal_shift] = self.length.to_words();
+        [self.limit, self.forward_windows, window_ns, reciprocal, reciprocal_shift, 0, 0]
+    }
+
+    fn from_words(words: [u64; QUOTA_WORDS]) -> SlidingWindow {
+        let [limit, forward_windows, window_ns, reciprocal, reciprocal_shift, ..] = words;
+        SlidingWindow {
+            limit,
+            forward_windows,
+            length: WindowLength::from_words([window_ns, reciprocal, reciprocal_shift]),
+        }
+    }
 }
 
 impl Sealed for SlidingWindow {

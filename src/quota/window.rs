@@ -136,6 +136,25 @@ impl WindowLength {
         }
     }
 
+    /// The length as words, for a quota's encoding (`Encoded`).
+    pub(crate) fn to_words(self) -> [u64; 3] {
+        [
+            self.window_ns,
+            self.reciprocal,
+            u64::from(self.reciprocal_shift),
+        ]
+    }
+
+    /// The length [`to_words`](Self::to_words) made `words` of.
+    pub(crate) fn from_words([window_ns, reciprocal, reciprocal_shift]: [u64; 3]) -> Self {
+        WindowLength {
+            window_ns,
+            reciprocal,
+            // Made from a `u32` by `to_words`.
+            reciprocal_shift: reciprocal_shift as u32,
+        }
+    }
+
     /// The rule for window tiers: a window quota shares another's state only with the same
     /// window length (the counts are per window).
     pub(crate) fn shares_units_with(&self, base: &WindowLength) -> bool {
