@@ -73,8 +73,8 @@ mod request;
 
 mod direct;
 pub mod inflight;
-pub mod live;
 pub mod keyed;
+pub mod live;
 mod operation;
 pub mod sliding_log;
 pub mod striped;
@@ -94,13 +94,13 @@ pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};
 
 pub use direct::Limiter;
-pub use live::LiveLimiter;
-pub use quota::Adjustable;
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
 pub use keyed::{
     Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder,
     KeyedStats, TableError, WhenFull,
 };
+pub use live::LiveLimiter;
+pub use quota::Adjustable;
 pub use sliding_log::SlidingLogLimiter;
 pub use striped::StripedLimiter;
 #[cfg(feature = "tokio")]

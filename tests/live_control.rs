@@ -303,7 +303,10 @@ where
         let cost = rng.gen_range(0..=tier.quota().limit() + 1);
         let request = Request::cost(cost).at(at(now_ns));
         let peeked = (live.peek_with(request), plain.peek_with(request.tier(tier)));
-        let checked = (live.check_with(request), plain.check_with(request.tier(tier)));
+        let checked = (
+            live.check_with(request),
+            plain.check_with(request.tier(tier)),
+        );
         for (live_decision, plain_decision) in [peeked, checked] {
             match (live_decision, plain_decision) {
                 (Ok(live_decision), Ok(plain_decision)) => {
@@ -356,10 +359,14 @@ fn a_live_limiter_decides_as_a_limiter_under_its_current_quota_as_a_tier() {
 
 #[test]
 fn a_refused_quota_changes_nothing() {
-    let limiter = LiveLimiter::with_clock(SlidingWindow::per_minute(3).unwrap(), ManualClock::new());
+    let limiter =
+        LiveLimiter::with_clock(SlidingWindow::per_minute(3).unwrap(), ManualClock::new());
     assert!(limiter.check().is_allowed());
     let per_second = SlidingWindow::per_second(3).unwrap();
-    assert_eq!(limiter.set_quota(per_second), Err(QuotaError::IncompatibleQuota));
+    assert_eq!(
+        limiter.set_quota(per_second),
+        Err(QuotaError::IncompatibleQuota)
+    );
     assert_eq!(limiter.quota(), SlidingWindow::per_minute(3).unwrap());
     assert_eq!(limiter.peek().remaining(), 2);
     // A burst of years does not fit the state's scale of 1/16 ns: as a tier, refused.
@@ -429,7 +436,10 @@ fn checks_racing_quota_changes_see_one_quota_or_the_other() {
                 })
             })
             .collect();
-        let admitted: u64 = checkers.into_iter().map(|checker| checker.join().unwrap()).sum();
+        let admitted: u64 = checkers
+            .into_iter()
+            .map(|checker| checker.join().unwrap())
+            .sum();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         switcher.join().unwrap();
         admitted

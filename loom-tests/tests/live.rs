@@ -51,7 +51,9 @@ fn as_applied(limiter: &LiveLimiter<Gcra, ManualClock>, quota: Gcra) -> Gcra {
 fn assert_made_under_one_of(decision: &Decision<Gcra>, candidates: &[Gcra]) {
     let quota = decision.quota();
     assert!(
-        candidates.iter().any(|candidate| same_quota(quota, candidate)),
+        candidates
+            .iter()
+            .any(|candidate| same_quota(quota, candidate)),
         "a check applied a quota made of several: {quota:?}, not one of {candidates:?}"
     );
     assert!(decision.is_allowed(), "a fresh limiter admits one unit");
@@ -62,19 +64,23 @@ fn assert_made_under_one_of(decision: &Decision<Gcra>, candidates: &[Gcra]) {
 /// both the limiter applies the new one.
 #[test]
 fn a_check_racing_a_quota_change_applies_one_quota_wholly() {
-    explore("live: a check racing a quota change", PREEMPTION_BOUND, || {
-        let [old, new, _] = quotas();
-        let limiter = Arc::new(LiveLimiter::with_clock(old, ManualClock::new()));
-        let new_applied = as_applied(&limiter, new);
-        let changer = {
-            let limiter = Arc::clone(&limiter);
-            thread::spawn(move || limiter.set_quota(new).unwrap())
-        };
-        let decision = limiter.check_at(at(NOW_NS));
-        changer.join().unwrap();
-        assert_made_under_one_of(&decision, &[old, new_applied]);
-        assert!(same_quota(&limiter.quota(), &new_applied));
-    });
+    explore(
+        "live: a check racing a quota change",
+        PREEMPTION_BOUND,
+        || {
+            let [old, new, _] = quotas();
+            let limiter = Arc::new(LiveLimiter::with_clock(old, ManualClock::new()));
+            let new_applied = as_applied(&limiter, new);
+            let changer = {
+                let limiter = Arc::clone(&limiter);
+                thread::spawn(move || limiter.set_quota(new).unwrap())
+            };
+            let decision = limiter.check_at(at(NOW_NS));
+            changer.join().unwrap();
+            assert_made_under_one_of(&decision, &[old, new_applied]);
+            assert!(same_quota(&limiter.quota(), &new_applied));
+        },
+    );
 }
 
 /// Two quota changes race each other and a reading of the quota: the reading is one of the

@@ -225,7 +225,15 @@ struct View {
 impl Encoded for FixedWindow {
     fn to_words(&self) -> [u64; QUOTA_WORDS] {
         let [window_ns, reciprocal, reciprocal_shift] = self.length.to_words();
-        [self.limit, self.forward_windows, window_ns, reciprocal, reciprocal_shift, 0, 0]
+        [
+            self.limit,
+            self.forward_windows,
+            window_ns,
+            reciprocal,
+            reciprocal_shift,
+            0,
+            0,
+        ]
     }
 
     fn from_words(words: [u64; QUOTA_WORDS]) -> FixedWindow {
