@@ -7,7 +7,7 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use nanolimit::{Decision, Gcra, LiveLimiter, ManualClock, Quota};
+use nanolimit::{Decision, Gcra, LiveLimiter, ManualClock};
 use nanolimit_loom_tests::{at, explore};
 
 /// Loom's preemption bound for these models: enough for the check to be preempted inside the

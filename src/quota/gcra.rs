@@ -678,7 +678,7 @@ mod tests {
         // A fresh state admits the largest cost; a state as far ahead as a booking can put it
         // (the longest wait plus a year-long burst) still admits 2^60 at once.
         let now = unlimited.instant(Timestamp::HORIZON);
-        let year_ticks = 365 * 86_400 * 1_000_000_000 << NANOSECOND_GRID_SHIFT;
+        let year_ticks = (365 * 86_400 * 1_000_000_000) << NANOSECOND_GRID_SHIFT;
         let booked_far_ahead = now.0 + MAX_WAIT_TICKS + year_ticks;
         for state in [Gcra::FRESH, now.0] {
             assert!(matches!(
