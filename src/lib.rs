@@ -43,6 +43,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`LiveLimiter`] is a direct limiter whose quota changes at runtime
+//! ([`set_quota`](LiveLimiter::set_quota)) while other threads check (see [`live`]).
+//!
 //! [`StripedLimiter`] keeps one GCRA budget for every thread of a server while letting threads
 //! admit without contending: each admits from its own stripe of units leased from the budget
 //! (see [`striped`] for the bound on over-admission).

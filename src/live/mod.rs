@@ -36,9 +36,9 @@ use quota_cell::QuotaCell;
 /// returns the current quota by value. No reservations or waits: a booking made under one rate
 /// would not be the same booking under the next.
 ///
-/// A check costs a few more instructions than a [`Limiter`]'s (the quota's words are loaded and
-/// the sequence checked: `docs/performance.md`); a [`Limiter`] whose quota never changes pays
-/// nothing for this type.
+/// A check costs more instructions than a [`Limiter`]'s (the quota's words are loaded and the
+/// sequence checked; the figures are in the CHANGELOG); a [`Limiter`] whose quota never
+/// changes pays nothing for this type.
 ///
 /// ```
 /// use nanolimit::{Gcra, LiveLimiter, ManualClock};
