@@ -120,6 +120,7 @@ done
 # The striped limiter's check (default stripes and leases, default clock), beside
 # gcra_allowed_default_clock and gcra_denied.
 direct_cases+=(gcra_striped_allow gcra_striped_deny sliding_log_allow sliding_log_deny)
+direct_cases+=(gcra_live_allowed_default_clock gcra_live_allowed_caller_time gcra_live_denied)
 
 keyed_cases=()
 for pattern in hot_key denied_key rotate_100k new_key; do

@@ -25,6 +25,9 @@
 //! `gcra_denied`, what the striped limiter's check costs over the plain one on one thread (the
 //! allowed case averages in its refills, one lease of up to 256 units at a time).
 //!
+//! `gcra_live_*` check a `LiveLimiter` whose quota never changes: against `gcra_allowed_*` and
+//! `gcra_denied`, what reading the current quota (its quota cell) costs.
+//!
 //! Instructions per call = (Ir at ITERATIONS − Ir at 0) / ITERATIONS, for the same CASE (the
 //! script uses 200,000). The count includes the loop's own few instructions: the `loop_only`
 //! case measures those. Each run verifies that every call had the outcome the case is named
@@ -41,8 +44,8 @@ use direct_quotas::{
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
 use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
 use nanolimit::{
-    Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, Request, Reservable, Reservation,
-    SlidingWindow, StripedLimiter, Timestamp, UpkeepClock,
+    Clock, FixedWindow, Gcra, Limiter, LiveLimiter, QuantaClock, Quota, Request, Reservable,
+    Reservation, SlidingWindow, StripedLimiter, Timestamp, UpkeepClock,
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -82,6 +85,9 @@ const CASES: &[&str] = &[
     "gcra_reserve_upkeep_clock",
     "gcra_striped_allow",
     "gcra_striped_deny",
+    "gcra_live_allowed_default_clock",
+    "gcra_live_allowed_caller_time",
+    "gcra_live_denied",
     "sliding_log_allow",
     "sliding_log_deny",
     "sliding_window_allowed_default_clock",
@@ -326,6 +332,38 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
             let limiter = StripedLimiter::new(Gcra::per_hour(1).expect("valid quota"));
             assert!(
                 limiter.check().is_allowed(),
+                "the first check consumes the quota"
+            );
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_allowed()),
+                Expected::Denied,
+            )
+        }
+        // A `LiveLimiter` (a quota that can change at runtime, read through its quota cell),
+        // never changed: against `gcra_allowed_*` and `gcra_denied`, what reading the current
+        // quota costs a check.
+        "gcra_live_allowed_default_clock" => {
+            let limiter = LiveLimiter::new(generous_gcra());
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_allowed()),
+                Expected::Allowed,
+            )
+        }
+        "gcra_live_allowed_caller_time" => {
+            let limiter = LiveLimiter::new(generous_gcra());
+            let mut now_ns = 0u64;
+            let checks = measured_loop(iterations, || {
+                now_ns += CALLER_TIME_STEP_NS;
+                black_box(&limiter)
+                    .check_at(Timestamp::saturating_from_ns(now_ns))
+                    .is_allowed()
+            });
+            (checks, Expected::Allowed)
+        }
+        "gcra_live_denied" => {
+            let limiter = LiveLimiter::new(Gcra::per_hour(1).expect("valid quota"));
+            assert!(
+                limiter.check_at(Timestamp::ORIGIN).is_allowed(),
                 "the first check consumes the quota"
             );
             (

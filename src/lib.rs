@@ -43,6 +43,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`LiveLimiter`] is a direct limiter whose quota changes at runtime
+//! ([`set_quota`](LiveLimiter::set_quota)) while other threads check (see [`live`]).
+//!
 //! [`StripedLimiter`] keeps one GCRA budget for every thread of a server while letting threads
 //! admit without contending: each admits from its own stripe of units leased from the budget
 //! (see [`striped`] for the bound on over-admission).
@@ -81,6 +84,7 @@ mod request;
 mod direct;
 pub mod inflight;
 pub mod keyed;
+pub mod live;
 mod operation;
 pub mod sliding_log;
 pub mod striped;
@@ -106,6 +110,8 @@ pub use keyed::{
     Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyHash, KeyMode, KeyedLimiter,
     KeyedLimiterBuilder, KeyedStats, TableError, WhenFull,
 };
+pub use live::LiveLimiter;
+pub use quota::Adjustable;
 pub use sliding_log::SlidingLogLimiter;
 pub use striped::StripedLimiter;
 #[cfg(feature = "tokio")]

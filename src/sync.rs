@@ -17,6 +17,13 @@ pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(nanolimit_loom)]
 pub(crate) use loom::thread::{current as current_thread, park, Thread};
+
+/// The hint a spinning reader gives while a writer finishes (the live limiter's quota cell):
+/// core's in normal builds, loom's under the model checker, which then lets the writer run.
+#[cfg(not(nanolimit_loom))]
+pub(crate) use core::hint::spin_loop;
+#[cfg(nanolimit_loom)]
+pub(crate) use loom::hint::spin_loop;
 /// Parking a thread that waits for something another thread hands it (the in-flight limiter's
 /// blocking acquire): std's in normal builds, loom's under the model checker, which then explores
 /// the unparks racing the parks.

@@ -526,6 +526,7 @@ fn any_gcra_quota() -> impl Strategy<Value = Gcra> {
     prop_oneof![
         1 => proptest::sample::select(assorted_quotas()),
         2 => generated,
+        1 => Just(Gcra::unlimited()),
     ]
 }
 

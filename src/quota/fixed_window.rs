@@ -17,7 +17,7 @@
 //! figures).
 
 use super::window::{WindowInstant, WindowLength};
-use super::{Quota, Sealed, Step};
+use super::{Encoded, Quota, Sealed, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
 use crate::error::QuotaError;
 use std::time::Duration;
@@ -91,6 +91,49 @@ impl FixedWindow {
             }),
             Err(error) => Err(error),
         }
+    }
+
+    /// At most `limit` units ever, then none: "burst then never", for a trial allowance or a
+    /// tier whose allowance does not renew. Its window is longer than any clock's
+    /// [horizon](crate::Timestamp::HORIZON), so a count never resets; its state is a count
+    /// like any window quota's, so quotas made by this constructor (with different limits) are
+    /// tiers of one another, and of nothing else (window tiers share a window length).
+    ///
+    /// A denial's [`retry_after`](crate::Decision::retry_after) (and `reset_after`) is at least
+    /// the time to just past the horizon, about 18 years from the clock's origin: never zero,
+    /// so an HTTP `Retry-After` tells the client not to come back. Errors as [`new`](Self::new) does
+    /// for a limit of zero or above [`MAX_LIMIT`](Self::MAX_LIMIT) (16,777,200).
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, Limiter, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let trial = Limiter::with_clock(FixedWindow::burst_then_never(2)?, clock.clone());
+    /// assert!(trial.check().is_allowed());
+    /// clock.advance(Duration::from_secs(10 * 365 * 86_400));
+    /// assert!(trial.check().is_allowed());
+    /// let denied = trial.check();
+    /// assert!(denied.is_denied());
+    /// assert!(denied.retry_after() > Duration::from_secs(8 * 365 * 86_400));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub const fn burst_then_never(limit: u64) -> Result<FixedWindow, QuotaError> {
+        if limit == 0 {
+            return Err(QuotaError::ZeroLimit);
+        }
+        if limit > MAX_LIMIT {
+            return Err(QuotaError::LimitTooLarge {
+                requested: limit,
+                max: MAX_LIMIT,
+            });
+        }
+        let length = WindowLength::BEYOND_HORIZON;
+        Ok(FixedWindow {
+            limit,
+            length,
+            forward_windows: length.forward_windows(WINDOW_INDEX_MASK, BACKWARD_WINDOWS),
+        })
     }
 
     /// At most `limit` units per second.
@@ -177,6 +220,30 @@ struct View {
     count: u64,
     /// How far into it the decision is judged.
     elapsed_ns: u64,
+}
+
+impl Encoded for FixedWindow {
+    fn to_words(&self) -> [u64; QUOTA_WORDS] {
+        let [window_ns, reciprocal, reciprocal_shift] = self.length.to_words();
+        [
+            self.limit,
+            self.forward_windows,
+            window_ns,
+            reciprocal,
+            reciprocal_shift,
+            0,
+            0,
+        ]
+    }
+
+    fn from_words(words: [u64; QUOTA_WORDS]) -> FixedWindow {
+        let [limit, forward_windows, window_ns, reciprocal, reciprocal_shift, ..] = words;
+        FixedWindow {
+            limit,
+            forward_windows,
+            length: WindowLength::from_words([window_ns, reciprocal, reciprocal_shift]),
+        }
+    }
 }
 
 impl Sealed for FixedWindow {

@@ -18,7 +18,7 @@
 //! `tat` at or before now is a full bucket ([`Quota::FRESH`] is 0).
 //!
 
-use super::{Quota, Reservable, Sealed, Step};
+use super::{Encoded, Quota, Reservable, Sealed, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
 use crate::error::QuotaError;
 use std::time::Duration;
@@ -41,6 +41,14 @@ const HORIZON_NS: u64 = Timestamp::HORIZON.as_ns();
 const PERIOD_TOO_LONG: QuotaError = QuotaError::PeriodTooLong {
     max: Duration::from_nanos(HORIZON_NS),
 };
+
+/// [`Gcra::unlimited`]: the fastest rate (on the nanosecond grid, an interval of one tick)
+/// with the largest burst. Evaluated at compile time, so it is known to be valid.
+const UNLIMITED: Gcra =
+    match Gcra::with_burst_checked(MAX_RATE_PER_SECOND, 1_000_000_000, MAX_TOLERANCE_TICKS - 1) {
+        Ok(quota) => quota,
+        Err(_) => panic!("the unlimited quota is a valid quota"),
+    };
 
 /// A GCRA quota: `count` cost units per `period`, with bursts of up to `burst` units (the
 /// quota's [`limit`](Self::limit)).
@@ -195,6 +203,63 @@ impl Gcra {
     /// ```
     pub const fn every(interval: Duration) -> Result<Gcra, QuotaError> {
         Gcra::new(1, interval)
+    }
+
+    /// No limit, in practice: the fastest rate (16·10^9 units per second) with the largest
+    /// burst (2^62 − 1 units), for a tier that is not limited (Go's `rate.Inf`). A real
+    /// workload is never denied by it: a fresh state admits any cost up to 2^62 − 1
+    /// (4.6·10^18); a state that other tiers or bookings of the same key ran ahead of now
+    /// admits any cost that fits in the rest of its 9-year tolerance (at least 2^60 units
+    /// after the longest booking plus a year-long burst); and each admitted unit runs the state ahead by
+    /// 1/16 ns (what it hands to a stricter tier of the same key: a key that sends 10^6 units
+    /// under it, then is checked under another tier, owes 62.5 µs of that tier's time; nothing
+    /// after the fact). It is a quota like any other, so it keeps every [`Quota`] invariant,
+    /// and a limiter's [`tier`](crate::Limiter::tier) accepts it whatever the limiter's
+    /// quota.
+    ///
+    /// Its decisions are what such a bucket reports: `remaining` about 4.6·10^18,
+    /// `retry_after` zero (it denies nothing), and a `limit_window` of about 9 years. A server
+    /// that should send no rate-limit headers for unlimited clients tests
+    /// [`is_unlimited`](Self::is_unlimited).
+    ///
+    /// Made or used as a tier, it raises the limiter's judging lead to its tolerance (about
+    /// 9 years; see [`Tier`](crate::Tier)): a reading behind a key's state is then judged at the
+    /// reading, not at the earliest time the state can have been written, so a denial after a
+    /// clock stepped back reports a wait counted from the reading (longer, never shorter).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request};
+    ///
+    /// let limiter = KeyedLimiter::builder(Gcra::per_second(2)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// let premium = limiter.tier(Gcra::unlimited())?;
+    /// for _ in 0..1_000 {
+    ///     assert!(limiter.check_with(&"premium", Request::new().tier(premium))?.is_allowed());
+    /// }
+    /// assert!(limiter.check(&"free").is_allowed());
+    /// assert!(limiter.check(&"free").is_allowed());
+    /// assert!(limiter.check(&"free").is_denied());
+    /// assert!(premium.quota().is_unlimited());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub const fn unlimited() -> Gcra {
+        UNLIMITED
+    }
+
+    /// Whether this is [`Gcra::unlimited`] (also as a tier, on any limiter's scale).
+    ///
+    /// ```
+    /// use nanolimit::Gcra;
+    ///
+    /// assert!(Gcra::unlimited().is_unlimited());
+    /// assert!(!Gcra::per_second(1_000)?.is_unlimited());
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub const fn is_unlimited(&self) -> bool {
+        self.count == MAX_RATE_PER_SECOND
+            && self.period_ns == 1_000_000_000
+            && self.burst == MAX_TOLERANCE_TICKS - 1
     }
 
     /// The same rate with bursts of up to `burst` units: the quota's limit.
@@ -378,6 +443,34 @@ impl Sealed for Gcra {
     #[inline]
     fn refund_step(&self, state: u64, written: u64, cost: u64) -> Step {
         Gcra::cancel_step(state, written, self.increment_ticks(cost))
+    }
+}
+
+impl Encoded for Gcra {
+    fn to_words(&self) -> [u64; QUOTA_WORDS] {
+        [
+            self.count,
+            self.period_ns,
+            self.burst,
+            self.ticks_per_ns_q59,
+            self.emission_interval_ticks,
+            self.tolerance_ticks,
+            self.judging_lead_ticks,
+        ]
+    }
+
+    fn from_words(words: [u64; QUOTA_WORDS]) -> Gcra {
+        let [count, period_ns, burst, ticks_per_ns_q59, emission_interval_ticks, tolerance_ticks, judging_lead_ticks] =
+            words;
+        Gcra {
+            count,
+            period_ns,
+            burst,
+            ticks_per_ns_q59,
+            emission_interval_ticks,
+            tolerance_ticks,
+            judging_lead_ticks,
+        }
     }
 }
 
@@ -596,6 +689,35 @@ mod tests {
                 assert_eq!(quota.instant(now).0 as u128, multiplied);
             }
         }
+    }
+
+    #[test]
+    fn the_unlimited_quota_is_the_fastest_rate_with_the_largest_burst() {
+        let unlimited = Gcra::unlimited();
+        assert_eq!(unlimited.ticks_per_ns_q59, NANOSECOND_GRID_TICKS_PER_NS_Q59);
+        assert_eq!(unlimited.emission_interval_ticks, 1);
+        assert_eq!(unlimited.tolerance_ticks, MAX_TOLERANCE_TICKS - 1);
+        // On any other scale it stays one tick per unit (ticks are never shorter than 1/16 ns).
+        for base in [Gcra::per_second(3).unwrap(), Gcra::per_day(7).unwrap()] {
+            let rebased = unlimited.rebase(&base).unwrap();
+            assert_eq!(rebased.emission_interval_ticks, 1, "{base:?}");
+            assert!(rebased.is_unlimited());
+        }
+        // A fresh state admits the largest cost; a state as far ahead as a booking can put it
+        // (the longest wait plus a year-long burst) still admits 2^60 at once.
+        let now = unlimited.instant(Timestamp::HORIZON);
+        let year_ticks = (365 * 86_400 * 1_000_000_000) << NANOSECOND_GRID_SHIFT;
+        let booked_far_ahead = now.0 + MAX_WAIT_TICKS + year_ticks;
+        for state in [Gcra::FRESH, now.0] {
+            assert!(matches!(
+                unlimited.step(state, now, unlimited.limit()),
+                Step::Allow(_)
+            ));
+        }
+        assert!(matches!(
+            unlimited.step(booked_far_ahead, now, 1 << 60),
+            Step::Allow(_)
+        ));
     }
 
     #[test]

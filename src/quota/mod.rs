@@ -107,8 +107,42 @@ mod private {
             super::Step::Deny
         }
     }
+
+    /// Seals [`Adjustable`](super::Adjustable): a quota as a few words, so that a
+    /// [`LiveLimiter`](crate::LiveLimiter) can publish a new one to racing checks
+    /// (`src/live/quota_cell.rs`).
+    pub trait Encoded: Sized {
+        /// Every field of the quota, in [`QUOTA_WORDS`](super::QUOTA_WORDS) words (unused ones
+        /// zero).
+        fn to_words(&self) -> [u64; super::QUOTA_WORDS];
+
+        /// The quota [`to_words`](Self::to_words) made `words` of. Only ever given such words.
+        fn from_words(words: [u64; super::QUOTA_WORDS]) -> Self;
+    }
 }
-pub(crate) use private::Sealed;
+pub(crate) use private::{Encoded, Sealed};
+
+/// The most words a quota is encoded in, for a [`LiveLimiter`](crate::LiveLimiter) (GCRA's
+/// seven fields).
+pub(crate) const QUOTA_WORDS: usize = 7;
+
+/// A quota a [`LiveLimiter`](crate::LiveLimiter) can change at runtime: [`Gcra`],
+/// [`SlidingWindow`] and [`FixedWindow`]. Sealed.
+///
+/// ```
+/// use nanolimit::{Adjustable, Gcra, LiveLimiter};
+///
+/// fn live<Q: Adjustable>(quota: Q) -> LiveLimiter<Q> {
+///     LiveLimiter::new(quota)
+/// }
+/// assert_eq!(live(Gcra::per_second(5)?).quota().limit(), 5);
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+pub trait Adjustable: Quota + Encoded {}
+
+impl Adjustable for Gcra {}
+impl Adjustable for SlidingWindow {}
+impl Adjustable for FixedWindow {}
 
 /// A rate-limiting algorithm and its quota: a pure function from (state word, now, cost) to
 /// (new state word, decision), plus the read-only views a [`Decision`](crate::Decision) needs.

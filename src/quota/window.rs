@@ -92,8 +92,16 @@ impl WindowLength {
                 max: Duration::from_nanos(HORIZON_NS),
             });
         }
-        let window_ns = window_ns as u64;
-        // l = ceil(log2(window_ns)), at most 59, and at least 4 for the windows quotas allow
+        Ok(WindowLength::of_ns(window_ns as u64))
+    }
+
+    /// The window of a "burst then never" quota: one nanosecond longer than the horizon, so
+    /// every reading a clock can make falls in window 0, and a count never resets.
+    pub(crate) const BEYOND_HORIZON: WindowLength = WindowLength::of_ns(HORIZON_NS + 1);
+
+    /// A window of `window_ns` (at least 16, at most the horizon plus one) with its reciprocal.
+    const fn of_ns(window_ns: u64) -> WindowLength {
+        // l = ceil(log2(window_ns)), at most 60, and at least 4 for the windows quotas allow
         // (at least 1 µs), so the shift is at least 64 (see `instant`).
         let mut l = 0;
         while (1u64 << l) < window_ns {
@@ -101,12 +109,12 @@ impl WindowLength {
         }
         let shift = DIVIDEND_BITS + l;
         let reciprocal = (1u128 << shift).div_ceil(window_ns as u128);
-        Ok(WindowLength {
+        WindowLength {
             window_ns,
             // At most 2^60 + 1: fits u64.
             reciprocal: reciprocal as u64,
             reciprocal_shift: shift,
-        })
+        }
     }
 
     /// The largest distance, in windows modulo `index_mask + 1`, from a stored window index to
@@ -125,6 +133,25 @@ impl WindowLength {
             last_index
         } else {
             wrapping_split
+        }
+    }
+
+    /// The length as words, for a quota's encoding (`Encoded`).
+    pub(crate) fn to_words(self) -> [u64; 3] {
+        [
+            self.window_ns,
+            self.reciprocal,
+            u64::from(self.reciprocal_shift),
+        ]
+    }
+
+    /// The length [`to_words`](Self::to_words) made `words` of.
+    pub(crate) fn from_words([window_ns, reciprocal, reciprocal_shift]: [u64; 3]) -> Self {
+        WindowLength {
+            window_ns,
+            reciprocal,
+            // Made from a `u32` by `to_words`.
+            reciprocal_shift: reciprocal_shift as u32,
         }
     }
 
@@ -191,6 +218,15 @@ impl WindowLength {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_reading_falls_in_the_first_window_beyond_the_horizon() {
+        let length = WindowLength::BEYOND_HORIZON;
+        for now in [0, 1, 1 << 40, HORIZON_NS - 1, HORIZON_NS] {
+            let instant = length.instant(Timestamp::from_ns(now).unwrap());
+            assert_eq!((instant.window_index, instant.elapsed_ns), (0, now));
+        }
+    }
 
     #[test]
     fn reciprocal_division_matches_hardware_division() {

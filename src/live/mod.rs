@@ -1,0 +1,300 @@
+//! Live control of a direct limiter: [`LiveLimiter`], whose quota changes at runtime (Go's
+//! `SetLimit` / `SetBurst`) while other threads check.
+//!
+//! A live limiter is a [`Limiter`] whose checks read the current quota from a quota cell
+//! (`src/live/quota_cell.rs`: a sequence lock over the quota's words) instead of a field: one
+//! Acquire load of a sequence word, the quota's words, and the sequence again, all on one
+//! read-mostly cache line apart from the state's. A change is rare and takes a lock; a check
+//! never does, and waits only while a change is being written (seven stores).
+//!
+//! The state carries over as it does between [tiers](crate::Tier): GCRA keeps the debt a
+//! state has run up in time (the new rate and burst apply from the next check), window quotas
+//! keep their counts (the new limit applies at once). So a new quota is validated as a tier is:
+//! expressed in the state's units (those of the quota the limiter was built with), and refused
+//! where it cannot share the state ([`QuotaError::IncompatibleQuota`] for a window quota of
+//! another window length: the counts are per window).
+
+mod quota_cell;
+
+use crate::clock::{Clock, QuantaClock, Timestamp};
+use crate::decision::Decision;
+use crate::direct::Limiter;
+use crate::error::{QuotaError, RequestError};
+use crate::operation::Consume;
+use crate::quota::Adjustable;
+use crate::request::{Request, Tier};
+use crate::sync::Mutex;
+use crossbeam_utils::CachePadded;
+use quota_cell::QuotaCell;
+
+/// A direct limiter whose quota can be changed at runtime with
+/// [`set_quota`](Self::set_quota), from any thread, while others check.
+///
+/// The same vocabulary as [`Limiter`] for checks (`check`, `check_at`, `check_with`, `peek`,
+/// `peek_with`, `now`, `tier`); each reads the current quota without a lock and judges the
+/// request under it wholly, the old quota or the new one, never a mix. [`quota`](Self::quota)
+/// returns the current quota by value. No reservations or waits: a booking made under one rate
+/// would not be the same booking under the next.
+///
+/// A check costs more instructions than a [`Limiter`]'s (the quota's words are loaded and the
+/// sequence checked; the figures are in the CHANGELOG); a [`Limiter`] whose quota never
+/// changes pays nothing for this type.
+///
+/// ```
+/// use nanolimit::{Gcra, LiveLimiter, ManualClock};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let limiter = Arc::new(LiveLimiter::with_clock(Gcra::per_second(2)?, clock.clone()));
+/// assert!(limiter.check().is_allowed());
+/// assert!(limiter.check().is_allowed());
+/// assert!(limiter.check().is_denied());
+///
+/// // Another thread raises the limit (Go's SetLimit and SetBurst in one call).
+/// let operator = Arc::clone(&limiter);
+/// std::thread::spawn(move || operator.set_quota(Gcra::per_second(10)?))
+///     .join()
+///     .unwrap()?;
+/// // The state carried over: two units of debt at the old rate (1 s), judged at the new one.
+/// assert_eq!(limiter.quota().limit(), 10);
+/// assert_eq!(limiter.peek().remaining(), 0);
+/// clock.advance(Duration::from_millis(100));
+/// assert!(limiter.check().is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct LiveLimiter<Q: Adjustable, C: Clock = QuantaClock> {
+    /// The state, the judging lead, the clock, and (as its quota) the one the limiter was
+    /// built with, whose units the state counts in.
+    limiter: Limiter<Q, C>,
+    /// The current quota, in the state's units.
+    current: CachePadded<QuotaCell>,
+    /// Serialises changes of the quota (the cell takes one writer at a time).
+    changing: Mutex<()>,
+}
+
+impl<Q: Adjustable> LiveLimiter<Q, QuantaClock> {
+    /// A live limiter on the default clock ([`QuantaClock`]), starting with `quota`.
+    ///
+    /// ```
+    /// use nanolimit::{LiveLimiter, SlidingWindow};
+    ///
+    /// let limiter = LiveLimiter::new(SlidingWindow::per_minute(100)?);
+    /// assert!(limiter.check().is_allowed());
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn new(quota: Q) -> Self {
+        Self::with_clock(quota, QuantaClock::new())
+    }
+}
+
+impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
+    /// A live limiter reading time from `clock`, starting with `quota`, whose units its state
+    /// keeps for good (later quotas are expressed in them, as tiers are).
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, LiveLimiter, ManualClock};
+    ///
+    /// let limiter = LiveLimiter::with_clock(FixedWindow::per_second(5)?, ManualClock::new());
+    /// assert_eq!(limiter.quota().limit(), 5);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn with_clock(quota: Q, clock: C) -> Self {
+        LiveLimiter {
+            current: CachePadded::new(QuotaCell::new(&quota)),
+            limiter: Limiter::with_clock(quota, clock),
+            changing: Mutex::new(()),
+        }
+    }
+
+    /// The quota checks apply now, in the state's units (as [`Tier::quota`]).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, LiveLimiter};
+    ///
+    /// let limiter = LiveLimiter::new(Gcra::per_second(5)?);
+    /// limiter.set_quota(Gcra::per_minute(60)?.with_burst(3)?)?;
+    /// assert_eq!((limiter.quota().count(), limiter.quota().limit()), (60, 3));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[inline]
+    pub fn quota(&self) -> Q {
+        self.current.load()
+    }
+
+    /// Makes `quota` the one every later check applies, from any thread, while others check.
+    /// The state carries over (see the [module](self)): a check that races this call is judged
+    /// wholly under the old quota or wholly under the new one.
+    ///
+    /// Errors, changing nothing, when `quota` cannot share the state: a window quota of another
+    /// window length ([`QuotaError::IncompatibleQuota`]), or a GCRA quota whose burst does not
+    /// fit the state's scale (as [`Limiter::tier`]). Raising a GCRA burst also raises how far
+    /// ahead of the time it was written the limiter accepts a state to be, for good (see
+    /// [`Tier`]).
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, LiveLimiter, ManualClock, QuotaError};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = LiveLimiter::with_clock(FixedWindow::per_minute(3)?, ManualClock::new());
+    /// for _ in 0..3 {
+    ///     assert!(limiter.check().is_allowed());
+    /// }
+    /// assert!(limiter.check().is_denied());
+    /// // The counts carry over: a limit of 5 admits two more in this window.
+    /// limiter.set_quota(FixedWindow::per_minute(5)?)?;
+    /// assert!(limiter.check().is_allowed());
+    /// assert!(limiter.check().is_allowed());
+    /// assert!(limiter.check().is_denied());
+    /// // Another window length cannot share the counts.
+    /// let per_second = FixedWindow::new(5, Duration::from_secs(1))?;
+    /// assert_eq!(limiter.set_quota(per_second), Err(QuotaError::IncompatibleQuota));
+    /// assert_eq!(limiter.quota().limit(), 5);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn set_quota(&self, quota: Q) -> Result<(), QuotaError> {
+        // A poisoned lock only means another change panicked (the cell never does by itself):
+        // the cell's protocol does not depend on the lock's data.
+        let _changing = self
+            .changing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Validated and rebased as a tier is, which raises the judging lead before any state
+        // is written under the new quota (the cell's Release stores publish the raise).
+        let tier = self.limiter.tier(quota)?;
+        self.current.store(tier.quota());
+        Ok(())
+    }
+
+    /// The clock this limiter reads.
+    pub fn clock(&self) -> &C {
+        &self.limiter.clock
+    }
+
+    /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
+    /// [`Request::at`].
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, LiveLimiter};
+    ///
+    /// let limiter = LiveLimiter::new(Gcra::per_second(1)?);
+    /// let now = limiter.now();
+    /// assert!(limiter.check_at(now).is_allowed());
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[inline]
+    pub fn now(&self) -> Timestamp {
+        self.limiter.clock.now()
+    }
+
+    /// `quota` made ready for requests to this limiter ([`Request::tier`]), as
+    /// [`Limiter::tier`]: a tier keeps its own quota when the limiter's changes.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, LiveLimiter, ManualClock, Request};
+    ///
+    /// let limiter = LiveLimiter::with_clock(Gcra::per_second(1)?, ManualClock::new());
+    /// let bulk = limiter.tier(Gcra::per_second(1)?.with_burst(10)?)?;
+    /// limiter.set_quota(Gcra::per_second(2)?)?;
+    /// assert!(limiter.check_with(Request::cost(8).tier(bulk))?.is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
+        self.limiter.tier(quota)
+    }
+
+    /// Checks one unit now under the current quota: consumes it if it fits.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, LiveLimiter};
+    ///
+    /// let limiter = LiveLimiter::new(Gcra::per_second(2)?);
+    /// assert!(limiter.check().is_allowed());
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[inline]
+    pub fn check(&self) -> Decision<Q> {
+        self.check_at(self.limiter.clock.now())
+    }
+
+    /// Checks one unit at `now`, a reading the caller already holds: no clock read.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, LiveLimiter};
+    ///
+    /// let limiter = LiveLimiter::new(Gcra::per_second(1)?);
+    /// let now = limiter.now();
+    /// assert!(limiter.check_at(now).is_allowed());
+    /// assert!(limiter.check_at(now).is_denied());
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[inline]
+    pub fn check_at(&self, now: Timestamp) -> Decision<Q> {
+        let quota = self.quota();
+        // Every quota's limit is at least 1.
+        self.limiter.decide(Consume, &quota, 1, quota.instant(now))
+    }
+
+    /// Checks `request` (cost, time, tier; see [`Request`]) under the current quota, or its
+    /// tier's: consumes its cost, all or nothing, if it fits. Errors when it can never pass
+    /// there (a cost above the limit).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, LiveLimiter, ManualClock, Request};
+    ///
+    /// let limiter = LiveLimiter::with_clock(Gcra::per_second(10)?, ManualClock::new());
+    /// assert!(limiter.check_with(Request::cost(20)).is_err());
+    /// limiter.set_quota(Gcra::per_second(10)?.with_burst(20)?)?;
+    /// assert!(limiter.check_with(Request::cost(20))?.is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        let quota = self.quota();
+        let resolved = request.resolve(&quota, &self.limiter.lead, &self.limiter.clock)?;
+        Ok(self
+            .limiter
+            .decide(Consume, &resolved.quota, resolved.cost, resolved.now))
+    }
+
+    /// Whether one unit would pass now under the current quota, consuming nothing.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, LiveLimiter, ManualClock};
+    ///
+    /// let limiter = LiveLimiter::with_clock(Gcra::per_second(1)?, ManualClock::new());
+    /// assert!(limiter.check().is_allowed());
+    /// assert!(limiter.peek().is_denied());
+    /// limiter.set_quota(Gcra::per_second(1)?.with_burst(2)?)?;
+    /// assert!(limiter.peek().is_allowed());
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[inline]
+    pub fn peek(&self) -> Decision<Q> {
+        let quota = self.quota();
+        let now = quota.instant(self.limiter.clock.now());
+        self.limiter.peek_decision(&quota, 1, now)
+    }
+
+    /// Whether `request` would pass under the current quota (or its tier's), consuming
+    /// nothing.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, LiveLimiter, ManualClock, Request};
+    ///
+    /// let limiter = LiveLimiter::with_clock(Gcra::per_minute(10)?, ManualClock::new());
+    /// assert!(limiter.check_with(Request::cost(8))?.is_allowed());
+    /// assert!(limiter.peek_with(Request::cost(3))?.is_denied());
+    /// limiter.set_quota(Gcra::per_minute(20)?)?;
+    /// assert!(limiter.peek_with(Request::cost(3))?.is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn peek_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
+        let quota = self.quota();
+        let resolved = request.resolve(&quota, &self.limiter.lead, &self.limiter.clock)?;
+        Ok(self
+            .limiter
+            .peek_decision(&resolved.quota, resolved.cost, resolved.now))
+    }
+}
