@@ -1,6 +1,7 @@
 //! Direct limiters: one quota, one state word, shared by every caller.
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
+use crate::counters::{self, Counters, Totals};
 use crate::decision::Decision;
 use crate::driver::{self, Applied, Attempt};
 use crate::error::{QuotaError, RequestError};
@@ -42,6 +43,9 @@ pub struct Limiter<Q: Quota, C: Clock = QuantaClock> {
     pub(crate) quota: Q,
     pub(crate) lead: JudgingLead,
     pub(crate) clock: C,
+    /// The checks' totals, if built [`with_counters`](Self::with_counters): a pointer to
+    /// striped lines of their own, off the state's.
+    counters: Option<Counters>,
 }
 
 impl<Q: Quota> Limiter<Q, QuantaClock> {
@@ -67,6 +71,77 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
             lead: JudgingLead::new(&quota),
             quota,
             clock,
+            counters: None,
+        }
+    }
+
+    /// This limiter, counting its checks from here on: allowed and denied, calls and units
+    /// ([`totals`](Self::totals)), on per-thread striped counters off the state's cache line
+    /// (see [`counters`](crate::counters)). Chained onto the constructor; without it, a check
+    /// counts nothing and pays one predictable branch.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter};
+    /// use std::sync::Arc;
+    ///
+    /// let limiter = Arc::new(Limiter::new(Gcra::per_minute(100)?).with_counters());
+    /// let workers: Vec<_> = (0..4)
+    ///     .map(|_| {
+    ///         let limiter = Arc::clone(&limiter);
+    ///         std::thread::spawn(move || (0..50).for_each(|_| drop(limiter.check())))
+    ///     })
+    ///     .collect();
+    /// workers.into_iter().for_each(|worker| worker.join().unwrap());
+    /// let totals = limiter.totals().unwrap();
+    /// assert_eq!(totals.calls(), 200);
+    /// assert_eq!(totals.allowed, 100);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[must_use = "with_counters returns the limiter that counts"]
+    pub fn with_counters(mut self) -> Self {
+        self.counters = Some(Counters::new());
+        self
+    }
+
+    /// The totals of the checks so far, or `None` for a limiter built without
+    /// [`with_counters`](Self::with_counters). Exact once the checking threads are joined;
+    /// see [`counters`](crate::counters) for what is counted.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter};
+    ///
+    /// let plain = Limiter::new(Gcra::per_second(1)?);
+    /// assert_eq!(plain.totals(), None);
+    /// let counted = Limiter::new(Gcra::per_second(1)?).with_counters();
+    /// let _ = counted.check();
+    /// let _ = counted.check();
+    /// let totals = counted.totals().unwrap();
+    /// assert_eq!((totals.allowed, totals.denied), (1, 1));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn totals(&self) -> Option<Totals> {
+        self.counters.as_ref().map(Counters::totals)
+    }
+
+    /// Records this limiter's [`totals`](Self::totals) through the `metrics` facade (feature
+    /// `metrics`) as `nanolimit_requests_total` and `nanolimit_units_total`, labelled
+    /// `limiter = name` and `outcome` (see [`counters`](crate::counters#metrics-names-feature-metrics)).
+    /// Records nothing for a limiter without counters. Call it at each scrape or on a timer.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter};
+    ///
+    /// let limiter = Limiter::new(Gcra::per_second(100)?).with_counters();
+    /// let _ = limiter.check();
+    /// // With a recorder installed (metrics-exporter-prometheus, an OpenTelemetry bridge),
+    /// // this sets nanolimit_requests_total{limiter="global",outcome="allowed"} to 1.
+    /// limiter.record_metrics("global");
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn record_metrics(&self, name: &str) {
+        if let Some(totals) = self.totals() {
+            counters::export::record_totals(name, &totals);
         }
     }
 
@@ -143,7 +218,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     #[inline]
     pub fn check_at(&self, now: Timestamp) -> Decision<Q> {
         // Every quota's limit is at least 1.
-        self.decide(Consume, &self.quota, 1, self.quota.instant(now))
+        self.check_core(&self.quota, 1, self.quota.instant(now))
     }
 
     /// Checks `request` (cost, time, tier; see [`Request`]): consumes its cost, all or nothing,
@@ -166,7 +241,16 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     #[inline]
     pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
-        Ok(self.decide(Consume, &resolved.quota, resolved.cost, resolved.now))
+        Ok(self.check_core(&resolved.quota, resolved.cost, resolved.now))
+    }
+
+    /// The core every check funnels into: [`decide`](Self::decide) with the check's step, then
+    /// counted (if the limiter has counters).
+    #[inline]
+    fn check_core(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
+        let decision = self.decide(Consume, quota, cost, now);
+        counters::count(&self.counters, &decision, cost);
+        decision
     }
 
     /// Whether one unit would pass now, consuming nothing.

@@ -84,6 +84,8 @@ pub mod http;
 
 pub mod clock;
 
+pub mod counters;
+
 mod sync;
 
 pub use quota::{FixedWindow, Gcra, Quota, Reservable, SlidingWindow, Step};
@@ -92,6 +94,7 @@ pub use decision::{Decision, RateLimitHeaders};
 pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};
 
+pub use counters::Totals;
 pub use direct::Limiter;
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
 pub use keyed::{

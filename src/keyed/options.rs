@@ -4,6 +4,7 @@ use super::key_mode::{Exact, Hashed, KeyMode};
 use super::table::Table;
 use super::KeyedLimiter;
 use crate::clock::{Clock, QuantaClock};
+use crate::counters::Counters;
 use crate::quota::Quota;
 use crate::request::JudgingLead;
 use core::fmt;
@@ -141,6 +142,7 @@ pub struct KeyedLimiterBuilder<K: ?Sized, Q, C, M> {
     when_full: WhenFull,
     clock: C,
     seed: Option<u64>,
+    counters: bool,
     marker: BuilderMarker<K, M>,
 }
 
@@ -180,6 +182,7 @@ impl<K: ?Sized, Q: Quota, C: Clock> KeyedLimiterBuilder<K, Q, C, Hashed> {
             when_full: WhenFull::Deny,
             clock,
             seed: None,
+            counters: false,
             marker: PhantomData,
         }
     }
@@ -224,6 +227,26 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
         self
     }
 
+    /// Counts the limiter's checks: allowed and denied, calls and units
+    /// ([`KeyedLimiter::totals`]), on per-thread striped counters off the slots' cache lines
+    /// (see [`counters`](crate::counters)). Without it (the default), a check counts nothing
+    /// and pays one predictable branch.
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::builder(FixedWindow::per_second(1)?)
+    ///     .with_counters()
+    ///     .build()?;
+    /// let _ = limiter.check(&7);
+    /// assert_eq!(limiter.totals().map(|totals| totals.calls()), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_counters(mut self) -> Self {
+        self.counters = true;
+        self
+    }
+
     /// The clock to read.
     pub fn clock<C2: Clock>(self, clock: C2) -> KeyedLimiterBuilder<K, Q, C2, M> {
         KeyedLimiterBuilder {
@@ -233,6 +256,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
             when_full: self.when_full,
             clock,
             seed: self.seed,
+            counters: self.counters,
             marker: PhantomData,
         }
     }
@@ -256,6 +280,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
             when_full: self.when_full,
             clock: self.clock,
             seed: self.seed,
+            counters: self.counters,
             marker: PhantomData,
         }
     }
@@ -294,6 +319,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
             quota: self.quota,
             clock: self.clock,
             when_full: self.when_full,
+            counters: self.counters.then(Counters::new),
             key: PhantomData,
         })
     }
