@@ -35,6 +35,8 @@
 
 #[path = "shared/direct_quotas.rs"]
 mod direct_quotas;
+#[path = "shared/separate_clock.rs"]
+mod separate_clock;
 use direct_quotas::{
     generous_fixed_window, generous_gcra, generous_sliding_window, governor_generous_quota,
 };
@@ -44,6 +46,7 @@ use nanolimit::{
     Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, Request, Reservable, Reservation,
     SlidingWindow, StripedLimiter, Timestamp, UpkeepClock,
 };
+use separate_clock::SeparateClock;
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::process::ExitCode;
@@ -82,6 +85,9 @@ const CASES: &[&str] = &[
     "gcra_reserve_upkeep_clock",
     "gcra_striped_allow",
     "gcra_striped_deny",
+    "gcra_counted_allowed_default_clock",
+    "gcra_counted_allowed_caller_time",
+    "gcra_counted_denied_caller_time",
     "sliding_log_allow",
     "sliding_log_deny",
     "sliding_window_allowed_default_clock",
@@ -308,6 +314,45 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
                 measured_loop(iterations, || black_box(&limiter).check().is_ok()),
                 Expected::Allowed,
             )
+        }
+        // A limiter built `with_counters()`: against `gcra_allowed_default_clock`,
+        // `gcra_allowed_caller_time` and `gcra_denied_caller_time`, what counting costs a check
+        // (on the default clock under a type of its own: see `SeparateClock`).
+        "gcra_counted_allowed_default_clock" => {
+            let limiter =
+                Limiter::with_clock(generous_gcra(), SeparateClock::default()).with_counters();
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_allowed()),
+                Expected::Allowed,
+            )
+        }
+        "gcra_counted_allowed_caller_time" | "gcra_counted_denied_caller_time" => {
+            let allowed = case == "gcra_counted_allowed_caller_time";
+            let quota = if allowed {
+                generous_gcra()
+            } else {
+                Gcra::per_hour(1).expect("valid quota")
+            };
+            let limiter = Limiter::with_clock(quota, SeparateClock::default()).with_counters();
+            if !allowed {
+                assert!(
+                    limiter.check_at(Timestamp::ORIGIN).is_allowed(),
+                    "the first check consumes the quota"
+                );
+            }
+            let mut now_ns = 0u64;
+            let admitted = measured_loop(iterations, || {
+                now_ns += CALLER_TIME_STEP_NS;
+                black_box(&limiter)
+                    .check_at(Timestamp::saturating_from_ns(now_ns))
+                    .is_allowed()
+            });
+            let expected = if allowed {
+                Expected::Allowed
+            } else {
+                Expected::Denied
+            };
+            (admitted, expected)
         }
         // A `StripedLimiter` with the defaults (stripes: twice the available parallelism; adaptive
         // leases of up to 256 units) on the default clock, checked with `check()`: against

@@ -58,9 +58,12 @@ mod keyed_subjects;
 #[path = "shared/quota_spec.rs"]
 #[allow(dead_code)]
 mod quota_spec;
+#[path = "shared/separate_clock.rs"]
+#[allow(dead_code)]
+mod separate_clock;
 use governor_fake_clock::GovernorFakeClock;
 use keyed_quotas::{KeyedQuota, CALLER_TIME_STEP_NS};
-use keyed_subjects::{GovernorKeyed, KeyedSubject};
+use keyed_subjects::{CountedKeyed, GovernorKeyed, KeyedSubject};
 use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock};
 use quota_spec::QuotaSpec;
 use std::hint::black_box;
@@ -112,6 +115,7 @@ const IMPLEMENTATIONS: &[&str] = &[
     "loop_only",
     "nanolimit_hashed",
     "nanolimit_hashed_caller_time",
+    "nanolimit_hashed_counted_caller_time",
     "nanolimit_exact",
     "nanolimit_exact_caller_time",
     "governor_dashmap",
@@ -379,6 +383,7 @@ fn run_case(case: &str, iterations: u64) -> Result<(), String> {
         "nanolimit_hashed_caller_time" => {
             run::<KeyedLimiter<u64, Gcra, ManualClock, Hashed>>(pattern, iterations)
         }
+        "nanolimit_hashed_counted_caller_time" => run::<CountedKeyed<Gcra>>(pattern, iterations),
         "nanolimit_exact" => {
             run::<KeyedLimiter<u64, Gcra, QuantaClock, Exact>>(pattern, iterations)
         }

@@ -11,6 +11,8 @@ pub enum AlgorithmKind {
     Gcra,
     /// nanolimit's `StripedLimiter`: one GCRA budget leased into per-thread stripes.
     GcraStriped,
+    /// nanolimit's GCRA limiter built with counters (`Limiter::with_counters`).
+    GcraCounted,
     /// nanolimit's sliding-window counter.
     SlidingWindow,
     /// nanolimit's fixed-window counter.
@@ -33,6 +35,9 @@ pub enum AlgorithmKind {
     Semaphore,
     /// inflight's floor: `fetch_add` then `fetch_sub` on one shared word.
     FetchAddPair,
+    /// direct-allow-counted's floor: a compare-and-swap on one shared word, then a Relaxed
+    /// `fetch_add` on the thread's own cache line.
+    CasFetchAdd,
 }
 
 impl AlgorithmKind {
@@ -41,6 +46,7 @@ impl AlgorithmKind {
         match self {
             AlgorithmKind::Gcra => "gcra",
             AlgorithmKind::GcraStriped => "gcra-striped",
+            AlgorithmKind::GcraCounted => "gcra-counted",
             AlgorithmKind::SlidingWindow => "sliding-window",
             AlgorithmKind::FixedWindow => "fixed-window",
             AlgorithmKind::SlidingLog => "sliding-log",
@@ -52,6 +58,7 @@ impl AlgorithmKind {
             AlgorithmKind::InFlight => "in-flight",
             AlgorithmKind::Semaphore => "semaphore",
             AlgorithmKind::FetchAddPair => "fetch-add-pair",
+            AlgorithmKind::CasFetchAdd => "cas-fetch-add",
         }
     }
 }

@@ -59,7 +59,8 @@ impl<const FIELDS: usize> Stripes<FIELDS> {
     }
 
     /// Adds `amount` to `field` on the calling thread's stripe (wrapping, as every `u64`
-    /// counter does past 2^64).
+    /// counter does past 2^64). The HTTP layer's statistics count through this.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     #[inline]
     pub(crate) fn add(&self, field: usize, amount: u64) {
         // ORDERING: Relaxed: a statistic. The read-modify-write keeps every count even when
