@@ -5,6 +5,7 @@ use nanolimit::{
     FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Request, Timestamp, Totals, WhenFull,
 };
 use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 const THREADS: usize = 4;
 const CHECKS_PER_THREAD: u64 = 20_000;
@@ -86,7 +87,7 @@ fn direct_totals_are_exact_after_a_multi_thread_run() {
     let limiter = Arc::new(Limiter::with_clock(quota, clock).with_counters());
     let seen = run_threads(&limiter, |limiter, thread, call, cost| {
         if thread == 0 {
-            limiter.clock().advance(std::time::Duration::from_micros(1));
+            limiter.clock().advance(Duration::from_micros(1));
         }
         let request = Request::cost(cost);
         let decision = if cost == 1 && call % 2 == 0 {
@@ -160,6 +161,17 @@ fn keyed_totals_are_exact_after_a_multi_thread_run_with_refused_new_keys() {
     assert!(totals.allowed_units <= 10 * stats.entries, "{totals:?}");
 }
 
+/// What a caller reads of a decision.
+fn outcome(decision: &nanolimit::Decision<Gcra>) -> (bool, u64, u64, Duration, Duration) {
+    (
+        decision.is_allowed(),
+        decision.limit(),
+        decision.remaining(),
+        decision.retry_after(),
+        decision.reset_after(),
+    )
+}
+
 #[test]
 fn limiters_without_counters_decide_as_those_with_them_and_report_none() {
     let clock = ManualClock::new();
@@ -179,14 +191,14 @@ fn limiters_without_counters_decide_as_those_with_them_and_report_none() {
         let cost = call % 4;
         let request = || Request::cost(cost);
         assert_eq!(
-            plain.check_with(request()).unwrap(),
-            counted.check_with(request()).unwrap()
+            outcome(&plain.check_with(request()).unwrap()),
+            outcome(&counted.check_with(request()).unwrap())
         );
         assert_eq!(
-            plain_keyed.check_with(&(call % 3), request()).unwrap(),
-            counted_keyed.check_with(&(call % 3), request()).unwrap()
+            outcome(&plain_keyed.check_with(&(call % 3), request()).unwrap()),
+            outcome(&counted_keyed.check_with(&(call % 3), request()).unwrap())
         );
-        clock.advance(std::time::Duration::from_millis(30));
+        clock.advance(Duration::from_millis(30));
     }
     assert_eq!(plain.totals(), None);
     assert_eq!(plain_keyed.totals(), None);

@@ -122,10 +122,16 @@ fn a_keyed_limiter_records_occupancy_events_and_totals() {
         metrics
             .iter()
             .find(|(_, got_name, got_labels, _)| got_name == name && *got_labels == want)
-            .map(|(kind, _, _, value)| (*kind, value.clone()))
+            .map(|(kind, _, _, value)| (*kind, format!("{value:?}")))
     };
-    let gauge = |value: u64| Some((MetricKind::Gauge, DebugValue::Gauge((value as f64).into())));
-    let counter = |value: u64| Some((MetricKind::Counter, DebugValue::Counter(value)));
+    let gauge = |value: u64| {
+        let value = DebugValue::Gauge((value as f64).into());
+        Some((MetricKind::Gauge, format!("{value:?}")))
+    };
+    let counter = |value: u64| {
+        let value = DebugValue::Counter(value);
+        Some((MetricKind::Counter, format!("{value:?}")))
+    };
     assert_eq!(
         value_of("nanolimit_keyed_entries", &[]),
         gauge(stats.entries)
