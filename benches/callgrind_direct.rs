@@ -35,8 +35,6 @@
 
 #[path = "shared/direct_quotas.rs"]
 mod direct_quotas;
-#[path = "shared/separate_clock.rs"]
-mod separate_clock;
 use direct_quotas::{
     generous_fixed_window, generous_gcra, generous_sliding_window, governor_generous_quota,
 };
@@ -46,7 +44,6 @@ use nanolimit::{
     Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, Request, Reservable, Reservation,
     SlidingWindow, StripedLimiter, Timestamp, UpkeepClock,
 };
-use separate_clock::SeparateClock;
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::process::ExitCode;
@@ -317,10 +314,8 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
         }
         // A limiter built `with_counters()`: against `gcra_allowed_default_clock`,
         // `gcra_allowed_caller_time` and `gcra_denied_caller_time`, what counting costs a check
-        // (on the default clock under a type of its own: see `SeparateClock`).
         "gcra_counted_allowed_default_clock" => {
-            let limiter =
-                Limiter::with_clock(generous_gcra(), SeparateClock::default()).with_counters();
+            let limiter = Limiter::new(generous_gcra()).with_counters();
             (
                 measured_loop(iterations, || black_box(&limiter).check().is_allowed()),
                 Expected::Allowed,
@@ -333,7 +328,7 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
             } else {
                 Gcra::per_hour(1).expect("valid quota")
             };
-            let limiter = Limiter::with_clock(quota, SeparateClock::default()).with_counters();
+            let limiter = Limiter::new(quota).with_counters();
             if !allowed {
                 assert!(
                     limiter.check_at(Timestamp::ORIGIN).is_allowed(),

@@ -58,9 +58,6 @@ mod keyed_subjects;
 #[path = "shared/quota_spec.rs"]
 #[allow(dead_code)]
 mod quota_spec;
-#[path = "shared/separate_clock.rs"]
-#[allow(dead_code)]
-mod separate_clock;
 use governor_fake_clock::GovernorFakeClock;
 use keyed_quotas::{KeyedQuota, CALLER_TIME_STEP_NS};
 use keyed_subjects::{CountedKeyed, GovernorKeyed, KeyedSubject};

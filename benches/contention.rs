@@ -216,9 +216,6 @@ mod keyed_subjects;
 #[path = "shared/quota_spec.rs"]
 #[allow(dead_code)]
 mod quota_spec;
-#[path = "shared/separate_clock.rs"]
-#[allow(dead_code)]
-mod separate_clock;
 
 use keyed_subjects::{GovernorKeyed, KeyedSubject};
 use keys::KeyPattern;

@@ -58,9 +58,6 @@ mod keyed_subjects;
 #[path = "shared/quota_spec.rs"]
 #[allow(dead_code)]
 mod quota_spec;
-#[path = "shared/separate_clock.rs"]
-#[allow(dead_code)]
-mod separate_clock;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };

@@ -1,7 +1,9 @@
 //! Direct limiters: one quota, one state word, shared by every caller.
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::counters::{self, Counters, Totals};
+#[cfg(feature = "metrics")]
+use crate::counters;
+use crate::counters::{Counters, Counting, NoCounters, Totals};
 use crate::decision::Decision;
 use crate::driver::{self, Applied, Attempt};
 use crate::error::{QuotaError, RequestError};
@@ -38,14 +40,14 @@ use crossbeam_utils::CachePadded;
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
 #[derive(Debug)]
-pub struct Limiter<Q: Quota, C: Clock = QuantaClock> {
+pub struct Limiter<Q: Quota, C: Clock = QuantaClock, N: Counting = NoCounters> {
     state: CachePadded<AtomicU64>,
     pub(crate) quota: Q,
     pub(crate) lead: JudgingLead,
     pub(crate) clock: C,
-    /// The checks' totals, if built [`with_counters`](Self::with_counters): a pointer to
-    /// striped lines of their own, off the state's.
-    counters: Option<Counters>,
+    /// The checks' totals ([`Counters`], after [`with_counters`](Limiter::with_counters)), on
+    /// striped lines of their own, off the state's; or nothing ([`NoCounters`]).
+    counters: N,
 }
 
 impl<Q: Quota> Limiter<Q, QuantaClock> {
@@ -55,7 +57,7 @@ impl<Q: Quota> Limiter<Q, QuantaClock> {
     }
 }
 
-impl<Q: Quota, C: Clock> Limiter<Q, C> {
+impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
     /// A limiter reading time from `clock`.
     ///
     /// ```
@@ -71,14 +73,15 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
             lead: JudgingLead::new(&quota),
             quota,
             clock,
-            counters: None,
+            counters: NoCounters,
         }
     }
 
     /// This limiter, counting its checks from here on: allowed and denied, calls and units
-    /// ([`totals`](Self::totals)), on per-thread striped counters off the state's cache line
-    /// (see [`counters`](crate::counters)). Chained onto the constructor; without it, a check
-    /// counts nothing and pays one predictable branch.
+    /// ([`totals`](Limiter::totals)), on per-thread striped counters off the state's cache
+    /// line (see [`counters`](crate::counters)). Chained onto the constructor; it makes a
+    /// `Limiter<Q, C, Counters>`. Without it ([`NoCounters`], the default), a check counts
+    /// nothing and costs exactly what it did before counters existed.
     ///
     /// ```
     /// use nanolimit::{Gcra, Limiter};
@@ -98,13 +101,20 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     #[must_use = "with_counters returns the limiter that counts"]
-    pub fn with_counters(mut self) -> Self {
-        self.counters = Some(Counters::new());
-        self
+    pub fn with_counters(self) -> Limiter<Q, C, Counters> {
+        Limiter {
+            state: self.state,
+            quota: self.quota,
+            lead: self.lead,
+            clock: self.clock,
+            counters: Counters::new(),
+        }
     }
+}
 
+impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// The totals of the checks so far, or `None` for a limiter built without
-    /// [`with_counters`](Self::with_counters). Exact once the checking threads are joined;
+    /// [`with_counters`](Limiter::with_counters). Exact once the checking threads are joined;
     /// see [`counters`](crate::counters) for what is counted.
     ///
     /// ```
@@ -120,7 +130,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     pub fn totals(&self) -> Option<Totals> {
-        self.counters.as_ref().map(Counters::totals)
+        self.counters.totals()
     }
 
     /// Records this limiter's [`totals`](Self::totals) through the `metrics` facade (feature
@@ -245,11 +255,11 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     }
 
     /// The core every check funnels into: [`decide`](Self::decide) with the check's step, then
-    /// counted (if the limiter has counters).
+    /// counted (for [`NoCounters`], nothing: the check is the uncounted one).
     #[inline]
     fn check_core(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
         let decision = self.decide(Consume, quota, cost, now);
-        counters::count(&self.counters, &decision, cost);
+        self.counters.record(decision.is_allowed(), cost);
         decision
     }
 

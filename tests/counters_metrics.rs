@@ -6,8 +6,11 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::MetricKind;
 use nanolimit::{Gcra, KeyedLimiter, Limiter, ManualClock, Request};
 
-/// Every metric recorded while `record` ran: (kind, name, sorted labels, value).
-fn recorded(record: impl FnOnce()) -> Vec<(MetricKind, String, Vec<(String, String)>, DebugValue)> {
+/// A recorded metric: kind, name, sorted labels, value.
+type Recorded = (MetricKind, String, Vec<(String, String)>, DebugValue);
+
+/// Every metric recorded while `record` ran.
+fn recorded(record: impl FnOnce()) -> Vec<Recorded> {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     metrics::with_local_recorder(&recorder, record);

@@ -32,7 +32,9 @@ pub trait DirectSubject: Sync {
     }
 }
 
-impl<Q: Quota> DirectSubject for nanolimit::Limiter<Q> {
+impl<Q: Quota, N: nanolimit::counters::Counting> DirectSubject
+    for nanolimit::Limiter<Q, QuantaClock, N>
+{
     #[inline]
     fn check(&self) -> bool {
         nanolimit::Limiter::check(self).is_allowed()

@@ -10,7 +10,6 @@
 //! `contention/subjects.rs`; the empty `loop_only` in `callgrind_keyed.rs`).
 
 use crate::quota_spec::{FromSpec, QuotaSpec};
-use crate::separate_clock::SeparateClock;
 use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
 use nanolimit::{
@@ -175,9 +174,10 @@ nanolimit_subject!(
 );
 
 /// nanolimit's keyed limiter built with counters (`with_counters()`), hashed keys, checked at
-/// the caller's time: against `nanolimit_hashed_caller_time`, what counting costs a keyed check
-/// (on a clock type of its own, never read here: see `SeparateClock`).
-pub struct CountedKeyed<Q: nanolimit::Quota>(pub KeyedLimiter<u64, Q, SeparateClock, Hashed>);
+/// the caller's time: against `nanolimit_hashed_caller_time`, what counting costs a keyed check.
+pub struct CountedKeyed<Q: nanolimit::Quota>(
+    pub KeyedLimiter<u64, Q, ManualClock, Hashed, nanolimit::counters::Counters>,
+);
 
 impl<Q: FromSpec> KeyedSubject for CountedKeyed<Q> {
     const NAME: &'static str = "nanolimit_hashed_counted_caller_time";
@@ -189,7 +189,7 @@ impl<Q: FromSpec> KeyedSubject for CountedKeyed<Q> {
             KeyedLimiter::<u64, Q>::builder(Q::from_spec(quota))
                 .capacity(capacity)
                 .when_full(WhenFull::Deny)
-                .clock(SeparateClock::default())
+                .clock(ManualClock::new())
                 .with_counters()
                 .build()
                 .expect("valid table"),

@@ -36,7 +36,9 @@
 //!   from one read to the next of the same thread (each count only grows).
 //! - Totals are `u64` counts modulo 2^64, as hardware and Prometheus counters are: a count of
 //!   units wraps after 2^64 units (1.8·10^19: 585 years of 10^9 units per second).
-//! - Off (the default), a check pays one predictable branch on a pointer the limiter holds.
+//! - Off (the default), a check is exactly the uncounted one: whether a limiter counts is its
+//!   last type parameter ([`Counting`]: [`NoCounters`] or [`Counters`]), so the compiler
+//!   leaves no trace of counting in a limiter without counters.
 //!
 //! # Metrics names (feature `metrics`)
 //!
@@ -124,9 +126,85 @@ impl Totals {
     }
 }
 
-/// The counters a limiter built with counters keeps: its checks' outcomes and costs, striped.
+mod sealed {
+    /// Only this crate's [`NoCounters`](super::NoCounters) and [`Counters`](super::Counters)
+    /// count checks.
+    pub trait Sealed {}
+}
+
+/// Whether a limiter counts its checks: its last type parameter, [`NoCounters`] (the default)
+/// or [`Counters`] (`with_counters()`). A type, not a flag, so that a limiter without counters
+/// compiles to exactly the check it had before counters existed: not even a branch.
+///
+/// ```
+/// use nanolimit::counters::{Counters, Counting, NoCounters};
+/// use nanolimit::{Gcra, Limiter, QuantaClock};
+///
+/// fn calls<N: Counting>(limiter: &Limiter<Gcra, QuantaClock, N>) -> Option<u64> {
+///     limiter.totals().map(|totals| totals.calls())
+/// }
+/// let plain: Limiter<Gcra, QuantaClock, NoCounters> = Limiter::new(Gcra::per_second(5)?);
+/// let counted: Limiter<Gcra, QuantaClock, Counters> = Limiter::new(Gcra::per_second(5)?).with_counters();
+/// let _ = counted.check();
+/// assert_eq!((calls(&plain), calls(&counted)), (None, Some(1)));
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+pub trait Counting: sealed::Sealed + Send + Sync + core::fmt::Debug {
+    /// Counts one check of `cost` units, allowed or denied (nothing, for [`NoCounters`]).
+    #[doc(hidden)]
+    fn record(&self, allowed: bool, cost: u64);
+
+    /// The totals so far (`None` for [`NoCounters`]).
+    #[doc(hidden)]
+    fn totals(&self) -> Option<Totals>;
+}
+
+/// A limiter that counts nothing: the default. Its checks are the uncounted ones.
+///
+/// ```
+/// use nanolimit::counters::NoCounters;
+/// use nanolimit::{Gcra, Limiter, QuantaClock};
+///
+/// let limiter: Limiter<Gcra, QuantaClock, NoCounters> = Limiter::new(Gcra::per_second(5)?);
+/// assert_eq!(limiter.totals(), None);
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct NoCounters;
+
+impl sealed::Sealed for NoCounters {}
+
+impl Counting for NoCounters {
+    #[inline(always)]
+    fn record(&self, _allowed: bool, _cost: u64) {}
+
+    #[inline(always)]
+    fn totals(&self) -> Option<Totals> {
+        None
+    }
+}
+
+/// The counters of a limiter built `with_counters()`: its checks' outcomes and costs, on
+/// per-thread striped cache lines of their own (see the [module documentation](self)). Read
+/// through the limiter's `totals()`.
+///
+/// ```
+/// use nanolimit::counters::Counters;
+/// use nanolimit::{KeyedLimiter, ManualClock, SlidingWindow};
+///
+/// let limiter: KeyedLimiter<str, SlidingWindow, ManualClock, _, Counters> =
+///     KeyedLimiter::builder(SlidingWindow::per_second(1)?)
+///         .clock(ManualClock::new())
+///         .with_counters()
+///         .build()?;
+/// let _ = limiter.check("a");
+/// let _ = limiter.check("a");
+/// let totals = limiter.totals().unwrap();
+/// assert_eq!((totals.allowed, totals.denied), (1, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
-pub(crate) struct Counters {
+pub struct Counters {
     stripes: Stripes<FIELDS>,
 }
 
@@ -138,13 +216,7 @@ impl Counters {
         }
     }
 
-    /// Counts one check of `cost` units, allowed or denied, on the calling thread's stripe.
-    #[inline]
-    pub(crate) fn record(&self, allowed: bool, cost: u64) {
-        self.record_on(self.stripes.mine(), allowed, cost);
-    }
-
-    /// [`record`](Self::record) on stripe `number` (modulo the stripe count): for tests that
+    /// [`Counting::record`] on stripe `number` (modulo the stripe count): for tests that
     /// pick the stripes their threads share.
     #[cfg(test)]
     pub(crate) fn record_on_stripe(&self, number: usize, allowed: bool, cost: u64) {
@@ -164,7 +236,7 @@ impl Counters {
     }
 
     /// The totals so far.
-    pub(crate) fn totals(&self) -> Totals {
+    fn read(&self) -> Totals {
         let allowed = self.stripes.sum(ALLOWED_CALLS);
         let denied = self.stripes.sum(DENIED_CALLS);
         Totals {
@@ -176,16 +248,17 @@ impl Counters {
     }
 }
 
-/// Counts `decision`'s outcome for `cost` if the limiter has counters: the one branch a check
-/// pays when it has none.
-#[inline]
-pub(crate) fn count<Q: crate::Quota>(
-    counters: &Option<Counters>,
-    decision: &crate::Decision<Q>,
-    cost: u64,
-) {
-    if let Some(counters) = counters {
-        counters.record(decision.is_allowed(), cost);
+impl sealed::Sealed for Counters {}
+
+impl Counting for Counters {
+    /// Counts one check of `cost` units, allowed or denied, on the calling thread's stripe.
+    #[inline]
+    fn record(&self, allowed: bool, cost: u64) {
+        self.record_on(self.stripes.mine(), allowed, cost);
+    }
+
+    fn totals(&self) -> Option<Totals> {
+        Some(self.read())
     }
 }
 
@@ -208,7 +281,7 @@ mod tests {
             counters.record_on_stripe(stripe, allowed, cost);
         }
         assert_eq!(
-            counters.totals(),
+            counters.read(),
             Totals {
                 allowed: 3,
                 denied: 3,
@@ -220,6 +293,6 @@ mod tests {
 
     #[test]
     fn nothing_counted_reads_as_zero() {
-        assert_eq!(Counters::new().totals(), Totals::default());
+        assert_eq!(Counters::new().read(), Totals::default());
     }
 }

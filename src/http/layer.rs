@@ -6,6 +6,7 @@ use super::limiter::HttpLimiter;
 use super::service::RateLimitService;
 use crate::clock::Clock;
 use crate::counters::stripes::Stripes;
+use crate::counters::Counting;
 use crate::direct::Limiter;
 use crate::keyed::{KeyMode, KeyedLimiter};
 use crate::quota::Quota;
@@ -87,14 +88,14 @@ pub struct LayerStats {
 }
 
 /// What the layer counts, one field per [`LayerStats`] count, on the crate's striped counters
-/// (per-thread cache lines, as a limiter's [`counters`](crate::counters)), so that threads
+/// (per-thread cache lines, as a limiter's [`Counters`](crate::counters::Counters)), so that threads
 /// passing requests at once do not all write one line.
 #[derive(Debug)]
-pub(super) struct Counters {
+pub(super) struct LayerCounters {
     stripes: Stripes<LAYER_FIELDS>,
 }
 
-/// A count of [`Counters`]: which [`LayerStats`] field it is.
+/// A count of [`LayerCounters`]: which [`LayerStats`] field it is.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum LayerEvent {
     Allowed,
@@ -107,9 +108,9 @@ pub(super) enum LayerEvent {
 /// The counts per stripe: one per [`LayerEvent`].
 const LAYER_FIELDS: usize = 5;
 
-impl Counters {
+impl LayerCounters {
     pub(super) fn new() -> Self {
-        Counters {
+        LayerCounters {
             stripes: Stripes::for_this_machine(),
         }
     }
@@ -150,7 +151,7 @@ pub(super) struct Shared<L, X: KeyExtractor, Q: Quota> {
     pub(super) table_full_status: StatusCode,
     pub(super) rejection: Option<RejectionFn>,
     /// Shared by every clone of the layer, and by the layers configured from them.
-    pub(super) counters: Arc<Counters>,
+    pub(super) counters: Arc<LayerCounters>,
 }
 
 impl<L, X: KeyExtractor, Q: Quota> Clone for Shared<L, X, Q> {
@@ -228,7 +229,9 @@ impl<L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitLayer<L, X, Q> {
     }
 }
 
-impl<Q: Quota, C: Clock + 'static> RateLimitLayer<Limiter<Q, C>, GlobalKey, Q> {
+impl<Q: Quota, C: Clock + 'static, N: Counting + 'static>
+    RateLimitLayer<Limiter<Q, C, N>, GlobalKey, Q>
+{
     /// A layer checking every request against one direct limiter.
     ///
     /// ```
@@ -240,21 +243,22 @@ impl<Q: Quota, C: Clock + 'static> RateLimitLayer<Limiter<Q, C>, GlobalKey, Q> {
     /// assert_eq!(layer.stats().allowed, 0);
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
-    pub fn direct(limiter: Arc<Limiter<Q, C>>) -> Self {
+    pub fn direct(limiter: Arc<Limiter<Q, C, N>>) -> Self {
         RateLimitLayer::with_extractor(limiter, GlobalKey)
     }
 }
 
-impl<K, Q, C, M, X> RateLimitLayer<KeyedLimiter<K, Q, C, M>, X, Q>
+impl<K, Q, C, M, N, X> RateLimitLayer<KeyedLimiter<K, Q, C, M, N>, X, Q>
 where
     K: ?Sized + 'static,
     Q: Quota,
     C: Clock + 'static,
     M: KeyMode<K> + 'static,
+    N: Counting + 'static,
     X: KeyExtractor<Key = K>,
 {
     /// A layer checking each request against the state of the key `extractor` finds in it.
-    pub fn keyed(limiter: Arc<KeyedLimiter<K, Q, C, M>>, extractor: X) -> Self {
+    pub fn keyed(limiter: Arc<KeyedLimiter<K, Q, C, M, N>>, extractor: X) -> Self {
         RateLimitLayer::with_extractor(limiter, extractor)
     }
 }
@@ -281,7 +285,7 @@ where
                 key_rejection_status: StatusCode::BAD_REQUEST,
                 table_full_status: StatusCode::SERVICE_UNAVAILABLE,
                 rejection: None,
-                counters: Arc::new(Counters::new()),
+                counters: Arc::new(LayerCounters::new()),
             }),
         }
     }

@@ -82,7 +82,9 @@ pub(crate) use log_slots::{LogOutcome, LogRecords};
 pub(crate) use slot::RESERVED;
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::counters::{self, Counters, Totals};
+#[cfg(feature = "metrics")]
+use crate::counters;
+use crate::counters::{Counting, NoCounters, Totals};
 use crate::decision::Decision;
 use crate::error::{QuotaError, RequestError};
 use crate::operation::Consume;
@@ -124,7 +126,13 @@ use table::Table;
 /// assert!(limiter.check(&bob).is_allowed());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<K> = Hashed> {
+pub struct KeyedLimiter<
+    K: ?Sized,
+    Q: Quota,
+    C: Clock = QuantaClock,
+    M: KeyMode<K> = Hashed,
+    N: Counting = NoCounters,
+> {
     table: Table<M::Slot>,
     capacity: usize,
     pub(crate) hasher: ahash::RandomState,
@@ -132,8 +140,9 @@ pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<
     pub(crate) lead: JudgingLead,
     pub(crate) clock: C,
     when_full: WhenFull,
-    /// The checks' totals, if built with counters ([`KeyedLimiterBuilder::with_counters`]).
-    counters: Option<Counters>,
+    /// The checks' totals ([`Counters`](crate::counters::Counters), if built
+    /// [`with_counters`](KeyedLimiterBuilder::with_counters)), or nothing ([`NoCounters`]).
+    pub(crate) counters: N,
     key: PhantomData<fn(&K)>,
 }
 
@@ -156,8 +165,8 @@ pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<
 /// ```
 pub type ExactKeyedLimiter<K, Q, C = QuantaClock> = KeyedLimiter<K, Q, C, Exact>;
 
-impl<K: ?Sized, Q: Quota, C: Clock + fmt::Debug, M: KeyMode<K>> fmt::Debug
-    for KeyedLimiter<K, Q, C, M>
+impl<K: ?Sized, Q: Quota, C: Clock + fmt::Debug, M: KeyMode<K>, N: Counting> fmt::Debug
+    for KeyedLimiter<K, Q, C, M, N>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedLimiter")
@@ -170,7 +179,7 @@ impl<K: ?Sized, Q: Quota, C: Clock + fmt::Debug, M: KeyMode<K>> fmt::Debug
     }
 }
 
-impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
+impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
     /// Checks one unit for `key` now: consumes it if it fits.
     ///
     /// ```
@@ -237,11 +246,11 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     }
 
     /// The core every check funnels into: [`decide`](Self::decide) with the check's step, then
-    /// counted (if the limiter has counters).
+    /// counted (for [`NoCounters`], nothing: the check is the uncounted one).
     #[inline]
     fn check_core(&self, key: &K, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
         let decision = self.decide(Consume, key, quota, cost, now);
-        counters::count(&self.counters, &decision, cost);
+        self.counters.record(decision.is_allowed(), cost);
         decision
     }
 
@@ -422,7 +431,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn totals(&self) -> Option<Totals> {
-        self.counters.as_ref().map(Counters::totals)
+        self.counters.totals()
     }
 
     /// Records this limiter's [`totals`](Self::totals) (if it has counters) and its table's
