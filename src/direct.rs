@@ -79,7 +79,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
 
     /// This limiter, counting its checks from here on: allowed and denied, calls and units
     /// ([`totals`](Limiter::totals)), on per-thread striped counters off the state's cache
-    /// line (see [`counters`](crate::counters)). Chained onto the constructor; it makes a
+    /// line (see [the counters module](crate::counters)). Chained onto the constructor; it makes a
     /// `Limiter<Q, C, Counters>`. Without it ([`NoCounters`], the default), a check counts
     /// nothing and costs exactly what it did before counters existed.
     ///
@@ -115,7 +115,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
 impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// The totals of the checks so far, or `None` for a limiter built without
     /// [`with_counters`](Limiter::with_counters). Exact once the checking threads are joined;
-    /// see [`counters`](crate::counters) for what is counted.
+    /// see [the counters module](crate::counters) for what is counted.
     ///
     /// ```
     /// use nanolimit::{Gcra, Limiter};

@@ -56,6 +56,11 @@
 //! length `W` ever holds more than `L` units; [`KeyedSlidingLogLimiter`](sliding_log::KeyedSlidingLogLimiter)
 //! keeps such a log per key on the keyed table (see [`sliding_log`]).
 //!
+//! [`Limiter::with_counters`] and [`KeyedLimiterBuilder::with_counters`] make limiters that
+//! count their checks, allowed and denied, in calls and units ([`Totals`]), on per-thread
+//! striped lines off the state's; a limiter without them is compiled as if counters did not
+//! exist. With the `metrics` feature, `record_metrics` exports them (see [`counters`]).
+//!
 //! The modules follow the layers: [`quota`] (pure step functions) → the compare-and-swap driver
 //! and the operations it applies (check, reserve, cancel) → [`Decision`] and [`Request`] → the
 //! limiters ([`Limiter`], [`keyed`], [`striped`], [`sliding_log`], [`inflight`]) → [`throttle`] (reservations

@@ -412,7 +412,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
 
     /// The totals of the checks so far, or `None` for a limiter built without
     /// [`with_counters`](KeyedLimiterBuilder::with_counters). Exact once the checking threads
-    /// are joined; a refused new key counts as denied. See [`counters`](crate::counters).
+    /// are joined; a refused new key counts as denied. See [the counters module](crate::counters).
     ///
     /// ```
     /// use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request};

@@ -229,7 +229,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C,
 
     /// Counts the limiter's checks: allowed and denied, calls and units
     /// ([`KeyedLimiter::totals`]), on per-thread striped counters off the slots' cache lines
-    /// (see [`counters`](crate::counters)): the limiter is a `KeyedLimiter<K, Q, C, M,
+    /// (see [the counters module](crate::counters)): the limiter is a `KeyedLimiter<K, Q, C, M,
     /// Counters>`. Without it ([`NoCounters`], the default), a check counts nothing and costs
     /// exactly what it did before counters existed.
     ///
