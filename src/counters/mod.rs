@@ -24,7 +24,7 @@
 //! Counted: checks ([`check`](crate::Limiter::check), [`check_at`](crate::Limiter::check_at),
 //! [`check_with`](crate::Limiter::check_with), and their keyed forms), a check of cost 0 as one
 //! call of no units. Not counted: peeks (they consume nothing), reservations and waits, and the
-//! HTTP layer's own statistics (it keeps [`LayerStats`](crate::http::LayerStats), on the same
+//! HTTP layer's own statistics (it keeps `http::LayerStats`, on the same
 //! striped counts).
 //!
 //! # Guarantees
