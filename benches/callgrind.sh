@@ -121,11 +121,16 @@ done
 # gcra_allowed_default_clock and gcra_denied.
 direct_cases+=(gcra_striped_allow gcra_striped_deny sliding_log_allow sliding_log_deny)
 direct_cases+=(gcra_live_allowed_default_clock gcra_live_allowed_caller_time gcra_live_denied)
+# Limiters built with counters, beside gcra_allowed_default_clock, gcra_allowed_caller_time and
+# gcra_denied_caller_time.
+direct_cases+=(gcra_counted_allowed_default_clock gcra_counted_allowed_caller_time
+    gcra_counted_denied_caller_time)
 
 keyed_cases=()
 for pattern in hot_key denied_key rotate_100k new_key; do
     for implementation in loop_only nanolimit_hashed nanolimit_hashed_caller_time \
-        nanolimit_exact nanolimit_exact_caller_time nanolimit_key_hash_caller_time; do
+        nanolimit_hashed_counted_caller_time nanolimit_exact nanolimit_exact_caller_time \
+        nanolimit_key_hash_caller_time; do
         keyed_cases+=("$pattern/$implementation")
     done
 done

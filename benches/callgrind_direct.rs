@@ -88,6 +88,9 @@ const CASES: &[&str] = &[
     "gcra_live_allowed_default_clock",
     "gcra_live_allowed_caller_time",
     "gcra_live_denied",
+    "gcra_counted_allowed_default_clock",
+    "gcra_counted_allowed_caller_time",
+    "gcra_counted_denied_caller_time",
     "sliding_log_allow",
     "sliding_log_deny",
     "sliding_window_allowed_default_clock",
@@ -314,6 +317,43 @@ fn run_case(case: &str, iterations: u64) -> Option<(u64, Expected)> {
                 measured_loop(iterations, || black_box(&limiter).check().is_ok()),
                 Expected::Allowed,
             )
+        }
+        // A limiter built `with_counters()`: against `gcra_allowed_default_clock`,
+        // `gcra_allowed_caller_time` and `gcra_denied_caller_time`, what counting costs a check
+        "gcra_counted_allowed_default_clock" => {
+            let limiter = Limiter::new(generous_gcra()).with_counters();
+            (
+                measured_loop(iterations, || black_box(&limiter).check().is_allowed()),
+                Expected::Allowed,
+            )
+        }
+        "gcra_counted_allowed_caller_time" | "gcra_counted_denied_caller_time" => {
+            let allowed = case == "gcra_counted_allowed_caller_time";
+            let quota = if allowed {
+                generous_gcra()
+            } else {
+                Gcra::per_hour(1).expect("valid quota")
+            };
+            let limiter = Limiter::new(quota).with_counters();
+            if !allowed {
+                assert!(
+                    limiter.check_at(Timestamp::ORIGIN).is_allowed(),
+                    "the first check consumes the quota"
+                );
+            }
+            let mut now_ns = 0u64;
+            let admitted = measured_loop(iterations, || {
+                now_ns += CALLER_TIME_STEP_NS;
+                black_box(&limiter)
+                    .check_at(Timestamp::saturating_from_ns(now_ns))
+                    .is_allowed()
+            });
+            let expected = if allowed {
+                Expected::Allowed
+            } else {
+                Expected::Denied
+            };
+            (admitted, expected)
         }
         // A `StripedLimiter` with the defaults (stripes: twice the available parallelism; adaptive
         // leases of up to 256 units) on the default clock, checked with `check()`: against

@@ -61,7 +61,7 @@ mod quota_spec;
 use governor_fake_clock::GovernorFakeClock;
 use keyed_quotas::{KeyedQuota, CALLER_TIME_STEP_NS};
 use keyed_subjects::{table_report, table_stored_keys, table_untracked_new_keys};
-use keyed_subjects::{GovernorKeyed, KeyedSubject};
+use keyed_subjects::{CountedKeyed, GovernorKeyed, KeyedSubject};
 use nanolimit::{Exact, Gcra, Hashed, KeyHash, KeyedLimiter, ManualClock, QuantaClock, Timestamp};
 use quota_spec::QuotaSpec;
 use std::hint::black_box;
@@ -113,6 +113,7 @@ const IMPLEMENTATIONS: &[&str] = &[
     "loop_only",
     "nanolimit_hashed",
     "nanolimit_hashed_caller_time",
+    "nanolimit_hashed_counted_caller_time",
     "nanolimit_exact",
     "nanolimit_exact_caller_time",
     "nanolimit_key_hash_caller_time",
@@ -421,6 +422,7 @@ fn run_case(case: &str, iterations: u64) -> Result<(), String> {
         "nanolimit_hashed_caller_time" => {
             run::<KeyedLimiter<u64, Gcra, ManualClock, Hashed>>(pattern, iterations)
         }
+        "nanolimit_hashed_counted_caller_time" => run::<CountedKeyed<Gcra>>(pattern, iterations),
         "nanolimit_exact" => {
             run::<KeyedLimiter<u64, Gcra, QuantaClock, Exact>>(pattern, iterations)
         }

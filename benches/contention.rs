@@ -45,6 +45,7 @@
 //! | `direct-allow` | checks one shared limiter whose quota is far above what the threads offer |
 //! | `direct-reserve` | reserves one unit (`reserve()`, on the limiter's own clock, as `direct-allow` checks) on one shared GCRA limiter with `direct-allow`'s quota: every reservation is granted at once (zero delay), so the row prices a reservation against the allowed check of the `direct-allow` row, measured in the same run (nanolimit GCRA only: the one `Reservable` quota; governor and `ratelimit` have no reservations) |
 //! | `direct-deny` | checks one shared limiter saturated by a tiny quota (an attack) |
+//! | `direct-allow-counted` | checks one shared GCRA limiter with `direct-allow`'s quota and load, built with counters (`gcra-counted`: `Limiter::with_counters`), beside the same limiter without them (`gcra`) and the hardware floor of a counted check (`cas-fetch-add`: the compare-and-swap on one shared word, then a Relaxed `fetch_add` on the thread's own cache line), all in one run, so the ratio counted / uncounted is read at each thread count |
 //! | `keyed-hot` | checks one key, the same for all threads |
 //! | `keyed-spread` | cycles through its own 1,024 keys |
 //! | `keyed-rotate-100k` | walks 100,000 keys (shared) in order, from its own offset |
@@ -139,7 +140,7 @@
 //!
 //! | scenarios | rate | burst | window | why |
 //! |---|---|---|---|---|
-//! | direct-allow, direct-reserve | 10^9 / s | 10^6 | 1 ms | far above any thread count's offered load: nearly all allowed (reservations: granted at once), every allow (booking) writes (`gcra-striped`: every allow writes its own stripe; one in up to 256 takes a lease from the shared word) |
+//! | direct-allow, direct-reserve, direct-allow-counted | 10^9 / s | 10^6 | 1 ms | far above any thread count's offered load: nearly all allowed (reservations: granted at once), every allow (booking) writes (`gcra-striped`: every allow writes its own stripe; one in up to 256 takes a lease from the shared word) |
 //! | direct-deny | 1,000 / s | 10 | 10 ms | saturated (above 99.99 % denied), yet enough admissions (~1,000 per second) to measure accuracy to a fraction of a percent (`gcra-striped`: leases of one unit, no over-admission) |
 //! | keyed (all but keyed-hot-under-flood) | 1,000 / s per key | 50 | 50 ms | a per-client API quota: hot keys saturate, cold keys pass |
 //! | keyed-hot-under-flood, GCRA (nanolimit, governor) | 1,000 / s per key | 10^9 | - | the hot key runs up debt, so its entry stays live (never reclaimable by a flood insert), yet it admits 10^9 checks (10 s of one thread's checks at 10^8 per second) before it saturates; a flood key's entry is live for 1 ms, then reclaimable |
@@ -167,7 +168,7 @@
 //! |---|---|
 //! | `scenario` | scenario name |
 //! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor`; http-layer: `nanolimit`, `tower_governor`, `floor`; inflight: `nanolimit`, `tokio-semaphore`, `floor` |
-//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-log` (nanolimit's `SlidingLogLimiter` in direct-allow and direct-deny, `KeyedSlidingLogLimiter` in keyed-hot and keyed-rotate-100k), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`, and in the many-key scenarios `random-line-cas`; http-layer's floor: `no-layer`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
+//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-log` (nanolimit's `SlidingLogLimiter` in direct-allow and direct-deny, `KeyedSlidingLogLimiter` in keyed-hot and keyed-rotate-100k), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`, and in the many-key scenarios `random-line-cas`; http-layer's floor: `no-layer`; direct-allow-counted: `gcra`, `gcra-counted` (built with counters), and its floor `cas-fetch-add`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
 //! | `threads` | threads calling at once |
 //! | `keys` | distinct keys offered: 1 for direct limiters and inflight's limiters, keyed-hot and keyed-hot-under-flood (the hot key, the one counted), the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
 //! | `ops` | calls by all threads in the measured phase; keyed-hot-under-flood: the hot thread's calls only (the flood's are not counted) |
@@ -238,8 +239,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use subjects::{
-    AhashCasFloor, CasFloor, ClockReadFloor, DirectSubject, DirectWorker, KeyedWorker,
-    MutexHashMap, PacketWorker, RandomLineCasFloor, Reserving,
+    AhashCasFloor, CasFetchAddFloor, CasFloor, ClockReadFloor, DirectSubject, DirectWorker,
+    KeyedWorker, MutexHashMap, PacketWorker, RandomLineCasFloor, Reserving,
 };
 
 /// direct-allow and direct-reserve: far above what any number of threads can offer.
@@ -283,6 +284,7 @@ enum Scenario {
     DirectAllow,
     DirectReserve,
     DirectDeny,
+    DirectAllowCounted,
     KeyedHot,
     KeyedSpread,
     KeyedRotate100k,
@@ -296,10 +298,11 @@ enum Scenario {
 }
 
 impl Scenario {
-    const ALL: [Scenario; 13] = [
+    const ALL: [Scenario; 14] = [
         Scenario::DirectAllow,
         Scenario::DirectReserve,
         Scenario::DirectDeny,
+        Scenario::DirectAllowCounted,
         Scenario::KeyedHot,
         Scenario::KeyedSpread,
         Scenario::KeyedRotate100k,
@@ -317,6 +320,7 @@ impl Scenario {
             Scenario::DirectAllow => "direct-allow",
             Scenario::DirectReserve => "direct-reserve",
             Scenario::DirectDeny => "direct-deny",
+            Scenario::DirectAllowCounted => "direct-allow-counted",
             Scenario::KeyedHot => "keyed-hot",
             Scenario::KeyedSpread => "keyed-spread",
             Scenario::KeyedRotate100k => "keyed-rotate-100k",
@@ -342,6 +346,10 @@ impl Scenario {
             ),
             Scenario::DirectReserve => format!(
                 "one limiter shared by all threads, each call reserve()s one unit, quota 1e9/s burst {} (every reservation granted at once)",
+                DIRECT_ALLOW_QUOTA.burst
+            ),
+            Scenario::DirectAllowCounted => format!(
+                "direct-allow with counters: one GCRA limiter shared by all threads, quota 1e9/s burst {}, built with counters (gcra-counted) and without (gcra); floor = CAS on one shared word + fetch_add on the thread's own line",
                 DIRECT_ALLOW_QUOTA.burst
             ),
             Scenario::DirectDeny => format!(
@@ -411,14 +419,19 @@ impl Scenario {
     fn is_direct(self) -> bool {
         matches!(
             self,
-            Scenario::DirectAllow | Scenario::DirectReserve | Scenario::DirectDeny
+            Scenario::DirectAllow
+                | Scenario::DirectReserve
+                | Scenario::DirectDeny
+                | Scenario::DirectAllowCounted
         )
     }
 
     /// The quota of the scenario's `algorithm` rows.
     fn quota(self, algorithm: AlgorithmKind) -> QuotaSpec {
         match (self, algorithm) {
-            (Scenario::DirectAllow | Scenario::DirectReserve, _) => DIRECT_ALLOW_QUOTA,
+            (Scenario::DirectAllow | Scenario::DirectReserve | Scenario::DirectAllowCounted, _) => {
+                DIRECT_ALLOW_QUOTA
+            }
             (Scenario::DirectDeny, _) => DIRECT_DENY_QUOTA,
             (
                 Scenario::KeyedHotUnderFlood,
@@ -510,6 +523,14 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
         // GCRA is the one `Reservable` quota; the peers have no reservations.
         return vec![(LimiterKind::Nanolimit, AlgorithmKind::Gcra)];
     }
+    if scenario == Scenario::DirectAllowCounted {
+        // The limiter without counters and with them, and the counted check's hardware floor.
+        return vec![
+            (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
+            (LimiterKind::Nanolimit, AlgorithmKind::GcraCounted),
+            (LimiterKind::Floor, AlgorithmKind::CasFetchAdd),
+        ];
+    }
     if scenario == Scenario::HttpLayer {
         // The layers, and the service with no layer: the scenario's own floor.
         return vec![
@@ -594,7 +615,7 @@ struct Config {
 
 const USAGE: &str = "usage: cargo bench --bench contention -- [--quick] [--scenario NAME]... \
 [--threads 1,2,4] [--duration SECS] [--csv PATH]
-scenarios: direct-allow direct-reserve direct-deny keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
+scenarios: direct-allow direct-reserve direct-deny direct-allow-counted keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
 keyed-flood keyed-hot-under-flood packet-loop http-layer inflight composite-2 (http-layer: build with --all-features)";
 
 fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String> {
@@ -813,6 +834,7 @@ fn run_keyed<S: KeyedSubject>(job: Job, context: &Context) -> MeasuredRun {
         Scenario::DirectAllow
         | Scenario::DirectReserve
         | Scenario::DirectDeny
+        | Scenario::DirectAllowCounted
         | Scenario::HttpLayer
         | Scenario::Inflight
         | Scenario::Composite2 => {
@@ -862,6 +884,31 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
         return composite::run(job, context);
     }
     let quota = scenario.quota(job.algorithm);
+    if scenario == Scenario::DirectAllowCounted {
+        return match job.algorithm {
+            AlgorithmKind::Gcra => {
+                run_direct(|| nanolimit::Limiter::new(quota.gcra()), job, context)
+            }
+            AlgorithmKind::GcraCounted => run_direct(
+                || nanolimit::Limiter::new(quota.gcra()).with_counters(),
+                job,
+                context,
+            ),
+            AlgorithmKind::CasFetchAdd => {
+                let shared = CasFetchAddFloor::shared_word();
+                let measurement = measure(job.threads, context.timing, |_| {
+                    CasFetchAddFloor::new(&shared)
+                });
+                MeasuredRun {
+                    measurement,
+                    lifetime: Duration::ZERO,
+                    over_admission_bound: 0,
+                    state_report: None,
+                }
+            }
+            other => unreachable!("direct-allow-counted has no {other:?} row"),
+        };
+    }
     if scenario == Scenario::DirectReserve {
         assert_eq!(
             (job.limiter, job.algorithm),
@@ -943,6 +990,7 @@ fn key_pattern(scenario: Scenario, context: &Context) -> KeyPattern {
         Scenario::DirectAllow
         | Scenario::DirectReserve
         | Scenario::DirectDeny
+        | Scenario::DirectAllowCounted
         | Scenario::KeyedHot => KeyPattern::Single,
         Scenario::KeyedSpread => KeyPattern::Spread,
         Scenario::KeyedRotate100k => KeyPattern::Rotate,

@@ -1,6 +1,9 @@
 //! Direct limiters: one quota, one state word, shared by every caller.
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
+#[cfg(feature = "metrics")]
+use crate::counters;
+use crate::counters::{Counters, Counting, NoCounters, Totals};
 use crate::decision::Decision;
 use crate::driver::{self, Applied, Attempt};
 use crate::error::{QuotaError, RequestError};
@@ -37,11 +40,14 @@ use crossbeam_utils::CachePadded;
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
 #[derive(Debug)]
-pub struct Limiter<Q: Quota, C: Clock = QuantaClock> {
+pub struct Limiter<Q: Quota, C: Clock = QuantaClock, N: Counting = NoCounters> {
     state: CachePadded<AtomicU64>,
     pub(crate) quota: Q,
     pub(crate) lead: JudgingLead,
     pub(crate) clock: C,
+    /// The checks' totals ([`Counters`], after [`with_counters`](Limiter::with_counters)), on
+    /// striped lines of their own, off the state's; or nothing ([`NoCounters`]).
+    counters: N,
 }
 
 impl<Q: Quota> Limiter<Q, QuantaClock> {
@@ -51,7 +57,7 @@ impl<Q: Quota> Limiter<Q, QuantaClock> {
     }
 }
 
-impl<Q: Quota, C: Clock> Limiter<Q, C> {
+impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
     /// A limiter reading time from `clock`.
     ///
     /// ```
@@ -67,6 +73,85 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
             lead: JudgingLead::new(&quota),
             quota,
             clock,
+            counters: NoCounters,
+        }
+    }
+
+    /// This limiter, counting its checks from here on: allowed and denied, calls and units
+    /// ([`totals`](Limiter::totals)), on per-thread striped counters off the state's cache
+    /// line (see [the counters module](crate::counters)). Chained onto the constructor; it makes a
+    /// `Limiter<Q, C, Counters>`. Without it ([`NoCounters`], the default), a check counts
+    /// nothing and costs exactly what it did before counters existed.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter};
+    /// use std::sync::Arc;
+    ///
+    /// let limiter = Arc::new(Limiter::new(Gcra::per_minute(100)?).with_counters());
+    /// let workers: Vec<_> = (0..4)
+    ///     .map(|_| {
+    ///         let limiter = Arc::clone(&limiter);
+    ///         std::thread::spawn(move || (0..50).for_each(|_| drop(limiter.check())))
+    ///     })
+    ///     .collect();
+    /// workers.into_iter().for_each(|worker| worker.join().unwrap());
+    /// let totals = limiter.totals().unwrap();
+    /// assert_eq!(totals.calls(), 200);
+    /// assert_eq!(totals.allowed, 100);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[must_use = "with_counters returns the limiter that counts"]
+    pub fn with_counters(self) -> Limiter<Q, C, Counters> {
+        Limiter {
+            state: self.state,
+            quota: self.quota,
+            lead: self.lead,
+            clock: self.clock,
+            counters: Counters::new(),
+        }
+    }
+}
+
+impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
+    /// The totals of the checks so far, or `None` for a limiter built without
+    /// [`with_counters`](Limiter::with_counters). Exact once the checking threads are joined;
+    /// see [the counters module](crate::counters) for what is counted.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter};
+    ///
+    /// let plain = Limiter::new(Gcra::per_second(1)?);
+    /// assert_eq!(plain.totals(), None);
+    /// let counted = Limiter::new(Gcra::per_second(1)?).with_counters();
+    /// let _ = counted.check();
+    /// let _ = counted.check();
+    /// let totals = counted.totals().unwrap();
+    /// assert_eq!((totals.allowed, totals.denied), (1, 1));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn totals(&self) -> Option<Totals> {
+        self.counters.totals()
+    }
+
+    /// Records this limiter's [`totals`](Self::totals) through the `metrics` facade (feature
+    /// `metrics`) as `nanolimit_requests_total` and `nanolimit_units_total`, labelled
+    /// `limiter = name` and `outcome` (see [`counters`](crate::counters#metrics-names-feature-metrics)).
+    /// Records nothing for a limiter without counters. Call it at each scrape or on a timer.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter};
+    ///
+    /// let limiter = Limiter::new(Gcra::per_second(100)?).with_counters();
+    /// let _ = limiter.check();
+    /// // With a recorder installed (metrics-exporter-prometheus, an OpenTelemetry bridge),
+    /// // this sets nanolimit_requests_total{limiter="global",outcome="allowed"} to 1.
+    /// limiter.record_metrics("global");
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn record_metrics(&self, name: &str) {
+        if let Some(totals) = self.totals() {
+            counters::export::record_totals(name, &totals);
         }
     }
 
@@ -143,7 +228,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     #[inline]
     pub fn check_at(&self, now: Timestamp) -> Decision<Q> {
         // Every quota's limit is at least 1.
-        self.decide(Consume, &self.quota, 1, self.quota.instant(now))
+        self.check_core(&self.quota, 1, self.quota.instant(now))
     }
 
     /// Checks `request` (cost, time, tier; see [`Request`]): consumes its cost, all or nothing,
@@ -166,7 +251,16 @@ impl<Q: Quota, C: Clock> Limiter<Q, C> {
     #[inline]
     pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
-        Ok(self.decide(Consume, &resolved.quota, resolved.cost, resolved.now))
+        Ok(self.check_core(&resolved.quota, resolved.cost, resolved.now))
+    }
+
+    /// The core every check funnels into: [`decide`](Self::decide) with the check's step, then
+    /// counted (for [`NoCounters`], nothing: the check is the uncounted one).
+    #[inline]
+    fn check_core(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
+        let decision = self.decide(Consume, quota, cost, now);
+        self.counters.record(decision.is_allowed(), cost);
+        decision
     }
 
     /// Whether one unit would pass now, consuming nothing.

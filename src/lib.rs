@@ -64,6 +64,11 @@
 //! length `W` ever holds more than `L` units; [`KeyedSlidingLogLimiter`](sliding_log::KeyedSlidingLogLimiter)
 //! keeps such a log per key on the keyed table (see [`sliding_log`]).
 //!
+//! [`Limiter::with_counters`] and [`KeyedLimiterBuilder::with_counters`] make limiters that
+//! count their checks, allowed and denied, in calls and units ([`Totals`]), on per-thread
+//! striped lines off the state's; a limiter without them is compiled as if counters did not
+//! exist. With the `metrics` feature, `record_metrics` exports them (see [`counters`]).
+//!
 //! The modules follow the layers: [`quota`] (pure step functions) → the compare-and-swap driver
 //! and the operations it applies (check, reserve, cancel) → [`Decision`] and [`Request`] → the
 //! limiters ([`Limiter`], [`keyed`], [`striped`], [`sliding_log`], [`inflight`]) → [`throttle`] (reservations
@@ -95,6 +100,8 @@ pub mod http;
 
 pub mod clock;
 
+pub mod counters;
+
 mod sync;
 
 pub use quota::{FixedWindow, Gcra, Quota, Reservable, SlidingWindow, Step};
@@ -104,6 +111,7 @@ pub use decision::{Decision, RateLimitHeaders};
 pub use error::{QuotaError, RequestError, TimestampError};
 pub use request::{Request, Tier};
 
+pub use counters::Totals;
 pub use direct::Limiter;
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
 pub use keyed::{

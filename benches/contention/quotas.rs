@@ -11,6 +11,8 @@ pub enum AlgorithmKind {
     Gcra,
     /// nanolimit's `StripedLimiter`: one GCRA budget leased into per-thread stripes.
     GcraStriped,
+    /// nanolimit's GCRA limiter built with counters (`Limiter::with_counters`).
+    GcraCounted,
     /// nanolimit's sliding-window counter.
     SlidingWindow,
     /// nanolimit's fixed-window counter.
@@ -41,6 +43,9 @@ pub enum AlgorithmKind {
     /// composite-2's floor: a clock read, ahash and a compare-and-swap on the thread's own
     /// word, then one on a shared word.
     TwoCas,
+    /// direct-allow-counted's floor: a compare-and-swap on one shared word, then a Relaxed
+    /// `fetch_add` on the thread's own cache line.
+    CasFetchAdd,
 }
 
 impl AlgorithmKind {
@@ -49,6 +54,7 @@ impl AlgorithmKind {
         match self {
             AlgorithmKind::Gcra => "gcra",
             AlgorithmKind::GcraStriped => "gcra-striped",
+            AlgorithmKind::GcraCounted => "gcra-counted",
             AlgorithmKind::SlidingWindow => "sliding-window",
             AlgorithmKind::FixedWindow => "fixed-window",
             AlgorithmKind::SlidingLog => "sliding-log",
@@ -63,6 +69,7 @@ impl AlgorithmKind {
             AlgorithmKind::FetchAddPair => "fetch-add-pair",
             AlgorithmKind::GcraPlusGcra => "gcra+gcra",
             AlgorithmKind::TwoCas => "two-cas",
+            AlgorithmKind::CasFetchAdd => "cas-fetch-add",
         }
     }
 }

@@ -32,7 +32,9 @@ pub trait DirectSubject: Sync {
     }
 }
 
-impl<Q: Quota> DirectSubject for nanolimit::Limiter<Q> {
+impl<Q: Quota, N: nanolimit::counters::Counting> DirectSubject
+    for nanolimit::Limiter<Q, QuantaClock, N>
+{
     #[inline]
     fn check(&self) -> bool {
         nanolimit::Limiter::check(self).is_allowed()
@@ -325,6 +327,40 @@ impl CasFloor {
         CasFloor {
             word: Box::new(CachePadded::new(AtomicU64::new(0))),
         }
+    }
+}
+
+/// direct-allow-counted's floor: what a counted allowed check cannot avoid. A compare-and-swap
+/// on one word shared by every thread (the limiter's state), then a Relaxed `fetch_add` on a
+/// cache line of the thread's own (its stripe of counters).
+pub struct CasFetchAddFloor<'shared> {
+    /// The word every thread swaps.
+    pub shared: &'shared CachePadded<AtomicU64>,
+    /// This thread's count (allocated by the thread itself).
+    pub own: Box<CachePadded<AtomicU64>>,
+}
+
+impl<'shared> CasFetchAddFloor<'shared> {
+    /// The word the threads share.
+    pub fn shared_word() -> CachePadded<AtomicU64> {
+        CachePadded::new(AtomicU64::new(0))
+    }
+
+    /// A floor worker on `shared`, with a fresh count of its own.
+    pub fn new(shared: &'shared CachePadded<AtomicU64>) -> Self {
+        CasFetchAddFloor {
+            shared,
+            own: Box::new(CachePadded::new(AtomicU64::new(0))),
+        }
+    }
+}
+
+impl Worker for CasFetchAddFloor<'_> {
+    #[inline]
+    fn operate(&mut self) -> Outcome {
+        let swapped = compare_and_swap(self.shared, 1);
+        self.own.fetch_add(1, Ordering::Relaxed);
+        Outcome::from(swapped)
     }
 }
 

@@ -173,6 +173,59 @@ nanolimit_subject!(
     check_at_caller_ns: |self, key, _caller_ns| KeyedLimiter::check(self, &key).is_allowed(),
 );
 
+/// nanolimit's keyed limiter built with counters (`with_counters()`), hashed keys, checked at
+/// the caller's time: against `nanolimit_hashed_caller_time`, what counting costs a keyed check.
+pub struct CountedKeyed<Q: nanolimit::Quota>(
+    pub KeyedLimiter<u64, Q, ManualClock, Hashed, nanolimit::counters::Counters>,
+);
+
+impl<Q: FromSpec> KeyedSubject for CountedKeyed<Q> {
+    const NAME: &'static str = "nanolimit_hashed_counted_caller_time";
+
+    type Timestamp = Timestamp;
+
+    fn build(quota: &QuotaSpec, capacity: usize) -> Self {
+        CountedKeyed(
+            KeyedLimiter::<u64, Q>::builder(Q::from_spec(quota))
+                .capacity(capacity)
+                .when_full(WhenFull::Deny)
+                .clock(ManualClock::new())
+                .with_counters()
+                .build()
+                .expect("valid table"),
+        )
+    }
+
+    #[inline]
+    fn now(&self) -> Timestamp {
+        self.0.now()
+    }
+
+    #[inline]
+    fn check_at(&self, key: u64, now: Timestamp) -> bool {
+        self.0.check_at(&key, now).is_allowed()
+    }
+
+    #[inline]
+    fn check_at_caller_ns(&self, key: u64, caller_ns: u64) -> bool {
+        self.0
+            .check_at(&key, Timestamp::saturating_from_ns(caller_ns))
+            .is_allowed()
+    }
+
+    fn stored_keys(&self) -> u64 {
+        table_stored_keys(&self.0.stats())
+    }
+
+    fn untracked_new_keys(&self) -> u64 {
+        table_untracked_new_keys(&self.0.stats())
+    }
+
+    fn state_report(&self) -> String {
+        table_report(self.0.bytes_per_key(), &self.0.stats())
+    }
+}
+
 /// A hasher for governor's `DashMap`, named for benchmark ids.
 pub trait GovernorHasher: BuildHasher + Clone + Default + Send + Sync + 'static {
     /// The name of governor's keyed limiter with this hasher on its default clock.

@@ -154,9 +154,11 @@ fn peek_report<K: ?Sized, Q: Quota, M: KeyMode<K>>(
 }
 
 /// The stats of a table of `inserts` keys given a slot, `reclaims` and `evictions` of them into
-/// another key's slot, and no new key refused or left untracked.
+/// another key's slot, and no new key refused or left untracked: every other insert took a
+/// vacant slot, so that many slots hold an entry.
 fn stats(inserts: u64, reclaims: u64, evictions: u64) -> KeyedStats {
     KeyedStats {
+        entries: inserts - reclaims - evictions,
         inserts,
         reclaims,
         refused_new_keys: 0,

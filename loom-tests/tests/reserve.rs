@@ -502,6 +502,7 @@ const TWO_UNITS_AT_0: Reserve = Reserve::unbounded(2, 0);
 /// eviction.
 fn one_slot_handed_over(reclaims: u64, evictions: u64) -> KeyedStats {
     KeyedStats {
+        entries: 8,
         inserts: 9,
         reclaims,
         refused_new_keys: 0,
@@ -722,6 +723,7 @@ fn keyed_a_cancelled_first_booking_never_hands_its_slot_back() {
             assert_eq!(
                 table.stats(),
                 KeyedStats {
+                    entries: 8,
                     inserts: 8 + reclaims,
                     reclaims,
                     refused_new_keys: 1,

@@ -5,13 +5,14 @@ use super::key::{GlobalKey, KeyExtractor, KeyRejection, RequestHead};
 use super::limiter::HttpLimiter;
 use super::service::RateLimitService;
 use crate::clock::Clock;
+use crate::counters::stripes::Stripes;
+use crate::counters::Counting;
 use crate::direct::Limiter;
 use crate::keyed::{KeyMode, KeyedLimiter};
 use crate::quota::Quota;
 #[cfg(feature = "tokio")]
 use crate::request::Request as LimitRequest;
 use crate::request::Tier;
-use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 use http::header::{HeaderMap, HeaderName};
 use http::{Response, StatusCode};
@@ -86,44 +87,41 @@ pub struct LayerStats {
     pub unusable: u64,
 }
 
-#[derive(Debug, Default)]
-pub(super) struct Counters {
-    allowed_stripes: [crossbeam_utils::CachePadded<AtomicU64>; STRIPES],
-    pub(super) allowed: AtomicU64,
-    pub(super) rejected: AtomicU64,
-    pub(super) would_reject: AtomicU64,
-    pub(super) delayed: AtomicU64,
-    pub(super) unusable: AtomicU64,
+/// What the layer counts, one field per [`LayerStats`] count, on the crate's striped counters
+/// (per-thread cache lines, as a limiter's [`Counters`](crate::counters::Counters)), so that threads
+/// passing requests at once do not all write one line.
+#[derive(Debug)]
+pub(super) struct LayerCounters {
+    stripes: Stripes<LAYER_FIELDS>,
 }
 
-/// Allowed requests are counted on one of this many cache lines, chosen per thread, so that
-/// threads passing requests at once do not all write one line.
-const STRIPES: usize = 16;
-
-std::thread_local! {
-    /// This thread's stripe: its id, hashed with fixed seeds.
-    static STRIPE: usize = {
-        let hasher = ahash::RandomState::with_seeds(1, 2, 3, 4);
-        (hasher.hash_one(std::thread::current().id()) % STRIPES as u64) as usize
-    };
+/// A count of [`LayerCounters`]: which [`LayerStats`] field it is.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum LayerEvent {
+    Allowed,
+    Rejected,
+    WouldReject,
+    Delayed,
+    Unusable,
 }
 
-impl Counters {
+/// The counts per stripe: one per [`LayerEvent`].
+const LAYER_FIELDS: usize = 5;
+
+impl LayerCounters {
+    pub(super) fn new() -> Self {
+        LayerCounters {
+            stripes: Stripes::for_this_machine(),
+        }
+    }
+
     #[inline]
-    pub(super) fn count_allowed(&self) {
-        let stripe = STRIPE.with(|stripe| *stripe);
-        // ORDERING: Relaxed; a statistic, as in `count`.
-        self.allowed_stripes[stripe].fetch_add(1, Ordering::Relaxed);
+    pub(super) fn count(&self, event: LayerEvent) {
+        self.stripes.add(event as usize, 1);
     }
 
-    pub(super) fn count(counter: &AtomicU64) {
-        // ORDERING: Relaxed; statistics, read with Relaxed loads, publishing nothing.
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn read(counter: &AtomicU64) -> u64 {
-        // ORDERING: Relaxed, as above.
-        counter.load(Ordering::Relaxed)
+    fn read(&self, event: LayerEvent) -> u64 {
+        self.stripes.sum(event as usize)
     }
 }
 
@@ -153,7 +151,7 @@ pub(super) struct Shared<L, X: KeyExtractor, Q: Quota> {
     pub(super) table_full_status: StatusCode,
     pub(super) rejection: Option<RejectionFn>,
     /// Shared by every clone of the layer, and by the layers configured from them.
-    pub(super) counters: Arc<Counters>,
+    pub(super) counters: Arc<LayerCounters>,
 }
 
 impl<L, X: KeyExtractor, Q: Quota> Clone for Shared<L, X, Q> {
@@ -231,7 +229,9 @@ impl<L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitLayer<L, X, Q> {
     }
 }
 
-impl<Q: Quota, C: Clock + 'static> RateLimitLayer<Limiter<Q, C>, GlobalKey, Q> {
+impl<Q: Quota, C: Clock + 'static, N: Counting + 'static>
+    RateLimitLayer<Limiter<Q, C, N>, GlobalKey, Q>
+{
     /// A layer checking every request against one direct limiter.
     ///
     /// ```
@@ -243,21 +243,22 @@ impl<Q: Quota, C: Clock + 'static> RateLimitLayer<Limiter<Q, C>, GlobalKey, Q> {
     /// assert_eq!(layer.stats().allowed, 0);
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
-    pub fn direct(limiter: Arc<Limiter<Q, C>>) -> Self {
+    pub fn direct(limiter: Arc<Limiter<Q, C, N>>) -> Self {
         RateLimitLayer::with_extractor(limiter, GlobalKey)
     }
 }
 
-impl<K, Q, C, M, X> RateLimitLayer<KeyedLimiter<K, Q, C, M>, X, Q>
+impl<K, Q, C, M, N, X> RateLimitLayer<KeyedLimiter<K, Q, C, M, N>, X, Q>
 where
     K: ?Sized + 'static,
     Q: Quota,
     C: Clock + 'static,
     M: KeyMode<K> + 'static,
+    N: Counting + 'static,
     X: KeyExtractor<Key = K>,
 {
     /// A layer checking each request against the state of the key `extractor` finds in it.
-    pub fn keyed(limiter: Arc<KeyedLimiter<K, Q, C, M>>, extractor: X) -> Self {
+    pub fn keyed(limiter: Arc<KeyedLimiter<K, Q, C, M, N>>, extractor: X) -> Self {
         RateLimitLayer::with_extractor(limiter, extractor)
     }
 }
@@ -284,7 +285,7 @@ where
                 key_rejection_status: StatusCode::BAD_REQUEST,
                 table_full_status: StatusCode::SERVICE_UNAVAILABLE,
                 rejection: None,
-                counters: Arc::new(Counters::default()),
+                counters: Arc::new(LayerCounters::new()),
             }),
         }
     }
@@ -362,16 +363,11 @@ where
     pub fn stats(&self) -> LayerStats {
         let counters = &self.shared.counters;
         LayerStats {
-            allowed: Counters::read(&counters.allowed)
-                + counters
-                    .allowed_stripes
-                    .iter()
-                    .map(|stripe| Counters::read(stripe))
-                    .sum::<u64>(),
-            rejected: Counters::read(&counters.rejected),
-            would_reject: Counters::read(&counters.would_reject),
-            delayed: Counters::read(&counters.delayed),
-            unusable: Counters::read(&counters.unusable),
+            allowed: counters.read(LayerEvent::Allowed),
+            rejected: counters.read(LayerEvent::Rejected),
+            would_reject: counters.read(LayerEvent::WouldReject),
+            delayed: counters.read(LayerEvent::Delayed),
+            unusable: counters.read(LayerEvent::Unusable),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The limiters a layer can put in front of a service: direct and keyed, any quota.
 
 use crate::clock::Clock;
+use crate::counters::Counting;
 use crate::decision::Decision;
 use crate::direct::Limiter;
 use crate::error::RequestError;
@@ -48,7 +49,9 @@ where
     ) -> Result<Reservation<'_>, RequestError>;
 }
 
-impl<K: ?Sized, Q: Quota, C: Clock + 'static> HttpLimiter<K> for Limiter<Q, C> {
+impl<K: ?Sized, Q: Quota, C: Clock + 'static, N: Counting + 'static> HttpLimiter<K>
+    for Limiter<Q, C, N>
+{
     type Quota = Q;
 
     #[inline]
@@ -66,18 +69,21 @@ impl<K: ?Sized, Q: Quota, C: Clock + 'static> HttpLimiter<K> for Limiter<Q, C> {
     }
 }
 
-impl<K: ?Sized, Q: Reservable, C: Clock + 'static> HttpReservingLimiter<K> for Limiter<Q, C> {
+impl<K: ?Sized, Q: Reservable, C: Clock + 'static, N: Counting + 'static> HttpReservingLimiter<K>
+    for Limiter<Q, C, N>
+{
     fn reserve_with(&self, _key: &K, request: Request<Q>) -> Result<Reservation<'_>, RequestError> {
         Limiter::reserve_with(self, request)
     }
 }
 
-impl<K, Q, C, M> HttpLimiter<K> for KeyedLimiter<K, Q, C, M>
+impl<K, Q, C, M, N> HttpLimiter<K> for KeyedLimiter<K, Q, C, M, N>
 where
     K: ?Sized + 'static,
     Q: Quota,
     C: Clock + 'static,
     M: KeyMode<K> + 'static,
+    N: Counting + 'static,
 {
     type Quota = Q;
 
@@ -96,12 +102,13 @@ where
     }
 }
 
-impl<K, Q, C, M> HttpReservingLimiter<K> for KeyedLimiter<K, Q, C, M>
+impl<K, Q, C, M, N> HttpReservingLimiter<K> for KeyedLimiter<K, Q, C, M, N>
 where
     K: ?Sized + 'static,
     Q: Reservable,
     C: Clock + 'static,
     M: KeyMode<K> + 'static,
+    N: Counting + 'static,
 {
     fn reserve_with(&self, key: &K, request: Request<Q>) -> Result<Reservation<'_>, RequestError> {
         KeyedLimiter::reserve_with(self, key, request)

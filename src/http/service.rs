@@ -5,7 +5,7 @@
 use super::future::merge_headers;
 use super::future::ResponseFuture;
 use super::key::{KeyExtractor, RequestHead};
-use super::layer::{Counters, Mode, Rejected, RejectionReason, Shared, SHADOW_MARK};
+use super::layer::{LayerEvent, Mode, Rejected, RejectionReason, Shared, SHADOW_MARK};
 use super::limiter::HttpLimiter;
 use crate::decision::Decision;
 use crate::quota::Quota;
@@ -84,10 +84,10 @@ where
                     _ => None,
                 };
                 if delay.is_zero() {
-                    Counters::count(&self.counters.allowed);
+                    self.counters.count(LayerEvent::Allowed);
                     return Verdict::PassWith(headers);
                 }
-                Counters::count(&self.counters.delayed);
+                self.counters.count(LayerEvent::Delayed);
                 return Verdict::Hold(delay, headers);
             }
         }
@@ -108,7 +108,7 @@ where
         });
         let decision = match decided {
             Err(rejection) => {
-                Counters::count(&self.counters.unusable);
+                self.counters.count(LayerEvent::Unusable);
                 return Verdict::Answer(self.rejected(
                     RejectionReason::Key(rejection),
                     self.key_rejection_status,
@@ -116,7 +116,7 @@ where
                 ));
             }
             Ok(Err(_cost_above_limit)) => {
-                Counters::count(&self.counters.unusable);
+                self.counters.count(LayerEvent::Unusable);
                 return Verdict::Answer(self.rejected(
                     RejectionReason::CostAboveLimit,
                     StatusCode::PAYLOAD_TOO_LARGE,
@@ -124,20 +124,20 @@ where
                 ));
             }
             Ok(Ok(None)) => {
-                self.counters.count_allowed();
+                self.counters.count(LayerEvent::Allowed);
                 return Verdict::Pass(None);
             }
             Ok(Ok(Some(decision))) => *decision,
         };
         if decision.is_allowed() {
-            Counters::count(&self.counters.allowed);
+            self.counters.count(LayerEvent::Allowed);
             return Verdict::Pass(self.headers_on_allowed.then_some(decision));
         }
         if let Mode::Shadow { .. } = self.mode {
-            Counters::count(&self.counters.would_reject);
+            self.counters.count(LayerEvent::WouldReject);
             return Verdict::Pass(Some(decision));
         }
-        Counters::count(&self.counters.rejected);
+        self.counters.count(LayerEvent::Rejected);
         let headers = self.headers.to_header_map(&decision);
         let (reason, status) = if decision.is_untracked() {
             (RejectionReason::TableFull, self.table_full_status)

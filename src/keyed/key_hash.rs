@@ -10,6 +10,7 @@
 
 use super::{Hashed, KeyedLimiter};
 use crate::clock::{Clock, Timestamp};
+use crate::counters::Counting;
 use crate::decision::Decision;
 use crate::error::RequestError;
 use crate::operation::Consume;
@@ -91,7 +92,7 @@ impl KeyHashSeeds {
 /// hashed key is a 64-bit hash already; an [`Exact`](super::Exact) table needs the key itself).
 /// Use one form per table: a key checked by [`check`](KeyedLimiter::check) and the same key's
 /// flow hash checked by [`check_hash`](KeyedLimiter::check_hash) are two keys.
-impl<K: Hash + ?Sized, Q: Quota, C: Clock> KeyedLimiter<K, Q, C, Hashed> {
+impl<K: Hash + ?Sized, Q: Quota, C: Clock, N: Counting> KeyedLimiter<K, Q, C, Hashed, N> {
     /// Checks one unit for the key the caller hashed to `hash`, now.
     ///
     /// ```
@@ -129,14 +130,16 @@ impl<K: Hash + ?Sized, Q: Quota, C: Clock> KeyedLimiter<K, Q, C, Hashed> {
     pub fn check_hash_at(&self, hash: KeyHash, now: Timestamp) -> Decision<Q> {
         let identity_hash = self.key_hash_seeds.identity_hash(hash);
         // Every quota's limit is at least 1.
-        self.decide_identified(
+        let decision = self.decide_identified(
             Consume,
             identity_hash,
             [identity_hash],
             &self.quota,
             1,
             self.quota.instant(now),
-        )
+        );
+        self.counters.record(decision.is_allowed(), 1);
+        decision
     }
 
     /// Checks `request` (cost, time, tier; see [`Request`]) for the key hashed to `hash`:
@@ -164,23 +167,21 @@ impl<K: Hash + ?Sized, Q: Quota, C: Clock> KeyedLimiter<K, Q, C, Hashed> {
         let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
         let identity_hash = self.key_hash_seeds.identity_hash(hash);
         let identity = [identity_hash];
-        if resolved.cost == 0 {
-            return Ok(self.peek_identified(
+        // A check of no cost changes nothing: judged as a peek, counted as a check.
+        let decision = if resolved.cost == 0 {
+            self.peek_identified(identity_hash, &identity, &resolved.quota, 0, resolved.now)
+        } else {
+            self.decide_identified(
+                Consume,
                 identity_hash,
-                &identity,
+                identity,
                 &resolved.quota,
-                0,
+                resolved.cost,
                 resolved.now,
-            ));
-        }
-        Ok(self.decide_identified(
-            Consume,
-            identity_hash,
-            identity,
-            &resolved.quota,
-            resolved.cost,
-            resolved.now,
-        ))
+            )
+        };
+        self.counters.record(decision.is_allowed(), resolved.cost);
+        Ok(decision)
     }
 
     /// Whether one unit for the key hashed to `hash` would pass now, consuming and inserting

@@ -91,6 +91,9 @@ pub(crate) use log_slots::{LogOutcome, LogRecords};
 pub(crate) use slot::RESERVED;
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
+#[cfg(feature = "metrics")]
+use crate::counters;
+use crate::counters::{Counting, NoCounters, Totals};
 use crate::decision::Decision;
 use crate::error::{QuotaError, RequestError};
 use crate::operation::Consume;
@@ -132,7 +135,13 @@ use table::Table;
 /// assert!(limiter.check(&bob).is_allowed());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<K> = Hashed> {
+pub struct KeyedLimiter<
+    K: ?Sized,
+    Q: Quota,
+    C: Clock = QuantaClock,
+    M: KeyMode<K> = Hashed,
+    N: Counting = NoCounters,
+> {
     table: Table<M::Slot>,
     capacity: usize,
     pub(crate) hasher: ahash::RandomState,
@@ -142,6 +151,9 @@ pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<
     pub(crate) lead: JudgingLead,
     pub(crate) clock: C,
     when_full: WhenFull,
+    /// The checks' totals ([`Counters`](crate::counters::Counters), if built
+    /// [`with_counters`](KeyedLimiterBuilder::with_counters)), or nothing ([`NoCounters`]).
+    pub(crate) counters: N,
     key: PhantomData<fn(&K)>,
 }
 
@@ -164,8 +176,8 @@ pub struct KeyedLimiter<K: ?Sized, Q: Quota, C: Clock = QuantaClock, M: KeyMode<
 /// ```
 pub type ExactKeyedLimiter<K, Q, C = QuantaClock> = KeyedLimiter<K, Q, C, Exact>;
 
-impl<K: ?Sized, Q: Quota, C: Clock + fmt::Debug, M: KeyMode<K>> fmt::Debug
-    for KeyedLimiter<K, Q, C, M>
+impl<K: ?Sized, Q: Quota, C: Clock + fmt::Debug, M: KeyMode<K>, N: Counting> fmt::Debug
+    for KeyedLimiter<K, Q, C, M, N>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedLimiter")
@@ -178,7 +190,7 @@ impl<K: ?Sized, Q: Quota, C: Clock + fmt::Debug, M: KeyMode<K>> fmt::Debug
     }
 }
 
-impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
+impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
     /// Checks one unit for `key` now: consumes it if it fits.
     ///
     /// ```
@@ -215,7 +227,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     #[inline]
     pub fn check_at(&self, key: &K, now: Timestamp) -> Decision<Q> {
         // Every quota's limit is at least 1.
-        self.decide(Consume, key, &self.quota, 1, self.quota.instant(now))
+        self.check_core(key, &self.quota, 1, self.quota.instant(now))
     }
 
     /// Checks `request` for `key` (cost, time, tier; see [`Request`]): consumes its cost, all or
@@ -241,7 +253,16 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
     #[inline]
     pub fn check_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
-        Ok(self.decide(Consume, key, &resolved.quota, resolved.cost, resolved.now))
+        Ok(self.check_core(key, &resolved.quota, resolved.cost, resolved.now))
+    }
+
+    /// The core every check funnels into: [`decide`](Self::decide) with the check's step, then
+    /// counted (for [`NoCounters`], nothing: the check is the uncounted one).
+    #[inline]
+    fn check_core(&self, key: &K, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
+        let decision = self.decide(Consume, key, quota, cost, now);
+        self.counters.record(decision.is_allowed(), cost);
+        decision
     }
 
     /// Whether one unit for `key` would pass now, consuming nothing and inserting nothing.
@@ -376,8 +397,75 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
         self.table.entries()
     }
 
-    /// Slow-path event counters.
+    /// The table's occupancy and slow-path event counters. Scans the whole table (for
+    /// [`entries`](KeyedStats::entries)): for monitoring, not for the hot path.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock, WhenFull};
+    ///
+    /// let limiter = KeyedLimiter::builder(Gcra::per_second(1)?)
+    ///     .capacity(4)
+    ///     .shards(1)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// for key in 0..100u32 {
+    ///     let _ = limiter.check(&key);
+    /// }
+    /// let stats = limiter.stats();
+    /// assert_eq!(stats.entries, limiter.slots() as u64);
+    /// assert_eq!(stats.inserts, stats.entries);
+    /// assert_eq!(stats.refused_new_keys, 100 - stats.entries);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> KeyedStats {
         self.table.stats()
+    }
+
+    /// The totals of the checks so far, or `None` for a limiter built without
+    /// [`with_counters`](KeyedLimiterBuilder::with_counters). Exact once the checking threads
+    /// are joined; a refused new key counts as denied. See [the counters module](crate::counters).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request};
+    ///
+    /// let limiter = KeyedLimiter::builder(Gcra::per_second(2)?)
+    ///     .clock(ManualClock::new())
+    ///     .with_counters()
+    ///     .build()?;
+    /// for _ in 0..3 {
+    ///     let _ = limiter.check(&"alice");
+    /// }
+    /// let _ = limiter.check_with(&"bob", Request::cost(2))?;
+    /// let totals = limiter.totals().expect("built with counters");
+    /// assert_eq!((totals.allowed, totals.denied), (3, 1));
+    /// assert_eq!((totals.allowed_units, totals.denied_units), (4, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn totals(&self) -> Option<Totals> {
+        self.counters.totals()
+    }
+
+    /// Records this limiter's [`totals`](Self::totals) (if it has counters) and its table's
+    /// [`stats`](Self::stats) and capacity through the `metrics` facade (feature `metrics`),
+    /// labelled `limiter = name`: `nanolimit_requests_total`, `nanolimit_units_total`,
+    /// `nanolimit_keyed_entries`, `nanolimit_keyed_capacity`, `nanolimit_keyed_events_total`
+    /// (see [`counters`](crate::counters#metrics-names-feature-metrics)). Scans the table, as
+    /// `stats` does: call it at each scrape or on a timer, not per request.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let per_ip = KeyedLimiter::builder(Gcra::per_second(10)?).with_counters().build()?;
+    /// let _ = per_ip.check(&[192u8, 0, 2, 1]);
+    /// // With a recorder installed, this sets nanolimit_keyed_entries{limiter="per-ip"} to 1.
+    /// per_ip.record_metrics("per-ip");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn record_metrics(&self, name: &str) {
+        if let Some(totals) = self.totals() {
+            counters::export::record_totals(name, &totals);
+        }
+        counters::export::record_keyed(name, &self.stats(), self.capacity);
     }
 }

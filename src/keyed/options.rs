@@ -5,6 +5,7 @@ use super::key_mode::{Exact, Hashed, KeyMode};
 use super::table::Table;
 use super::KeyedLimiter;
 use crate::clock::{Clock, QuantaClock};
+use crate::counters::{Counters, Counting, NoCounters};
 use crate::quota::Quota;
 use crate::request::JudgingLead;
 use core::fmt;
@@ -135,13 +136,14 @@ type BuilderMarker<K, M> = PhantomData<(fn(&K), M)>;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until built"]
-pub struct KeyedLimiterBuilder<K: ?Sized, Q, C, M> {
+pub struct KeyedLimiterBuilder<K: ?Sized, Q, C, M, N = NoCounters> {
     quota: Q,
     capacity: usize,
     shards: Option<usize>,
     when_full: WhenFull,
     clock: C,
     seed: Option<u64>,
+    counters: N,
     marker: BuilderMarker<K, M>,
 }
 
@@ -181,12 +183,13 @@ impl<K: ?Sized, Q: Quota, C: Clock> KeyedLimiterBuilder<K, Q, C, Hashed> {
             when_full: WhenFull::Deny,
             clock,
             seed: None,
+            counters: NoCounters,
             marker: PhantomData,
         }
     }
 }
 
-impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
+impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C, M, N> {
     /// How many live keys the table is sized for ([sizing](super#sizing) says when the first
     /// new key may be refused). It allocates a half ([`Hashed`]) or a quarter ([`Exact`]) more
     /// slots as headroom (see [`KeyedLimiter::slots`]), once, at [`build`](Self::build); memory
@@ -225,8 +228,37 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
         self
     }
 
+    /// Counts the limiter's checks: allowed and denied, calls and units
+    /// ([`KeyedLimiter::totals`]), on per-thread striped counters off the slots' cache lines
+    /// (see [the counters module](crate::counters)): the limiter is a `KeyedLimiter<K, Q, C, M,
+    /// Counters>`. Without it ([`NoCounters`], the default), a check counts nothing and costs
+    /// exactly what it did before counters existed.
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::builder(FixedWindow::per_second(1)?)
+    ///     .with_counters()
+    ///     .build()?;
+    /// let _ = limiter.check(&7);
+    /// assert_eq!(limiter.totals().map(|totals| totals.calls()), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_counters(self) -> KeyedLimiterBuilder<K, Q, C, M, Counters> {
+        KeyedLimiterBuilder {
+            quota: self.quota,
+            capacity: self.capacity,
+            shards: self.shards,
+            when_full: self.when_full,
+            clock: self.clock,
+            seed: self.seed,
+            counters: Counters::new(),
+            marker: PhantomData,
+        }
+    }
+
     /// The clock to read.
-    pub fn clock<C2: Clock>(self, clock: C2) -> KeyedLimiterBuilder<K, Q, C2, M> {
+    pub fn clock<C2: Clock>(self, clock: C2) -> KeyedLimiterBuilder<K, Q, C2, M, N> {
         KeyedLimiterBuilder {
             quota: self.quota,
             capacity: self.capacity,
@@ -234,6 +266,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
             when_full: self.when_full,
             clock,
             seed: self.seed,
+            counters: self.counters,
             marker: PhantomData,
         }
     }
@@ -249,7 +282,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
     /// assert_eq!(limiter.bytes_per_key(), 31);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn key_mode<M2>(self) -> KeyedLimiterBuilder<K, Q, C, M2> {
+    pub fn key_mode<M2>(self) -> KeyedLimiterBuilder<K, Q, C, M2, N> {
         KeyedLimiterBuilder {
             quota: self.quota,
             capacity: self.capacity,
@@ -257,13 +290,14 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
             when_full: self.when_full,
             clock: self.clock,
             seed: self.seed,
+            counters: self.counters,
             marker: PhantomData,
         }
     }
 
     /// Shorthand for [`key_mode::<Exact>()`](Self::key_mode): integer keys up to 128 bits,
     /// stored exactly.
-    pub fn exact_keys(self) -> KeyedLimiterBuilder<K, Q, C, Exact> {
+    pub fn exact_keys(self) -> KeyedLimiterBuilder<K, Q, C, Exact, N> {
         self.key_mode::<Exact>()
     }
 
@@ -271,7 +305,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
     /// here on), or says why it cannot, including an allocation the system refuses. On a system
     /// that overcommits memory, a table larger than the memory actually available can be
     /// granted and then fail as it is written: size tables for the machine.
-    pub fn build(self) -> Result<KeyedLimiter<K, Q, C, M>, TableError>
+    pub fn build(self) -> Result<KeyedLimiter<K, Q, C, M, N>, TableError>
     where
         M: KeyMode<K>,
     {
@@ -297,6 +331,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M> KeyedLimiterBuilder<K, Q, C, M> {
             quota: self.quota,
             clock: self.clock,
             when_full: self.when_full,
+            counters: self.counters,
             key: PhantomData,
         })
     }

@@ -85,6 +85,7 @@ use super::slot::{SlotOps, RESERVED, VACANT};
 use super::table::{Table, TableEvent};
 use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;
+use crate::counters::Counting;
 use crate::decision::{Decision, Refusal};
 use crate::driver::{self, Applied, Attempt};
 use crate::operation::Operation;
@@ -113,7 +114,7 @@ pub(super) struct Full {
     pub(super) soonest_rank: Option<u64>,
 }
 
-impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
+impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
     /// The fast path every check funnels into: find the key's slot and make one compare-and-swap
     /// attempt on it. Everything else (a key not in the table, a lost race) goes to the cold
     /// [`decide_slow`](Self::decide_slow), which keeps this path short.

@@ -76,7 +76,7 @@ pub(super) enum TableEvent {
     Eviction,
 }
 
-/// Counters of a keyed table's slow-path events, summed over its shards.
+/// A keyed table's occupancy, and counters of its slow-path events summed over its shards.
 ///
 /// ```
 /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
@@ -92,6 +92,10 @@ pub(super) enum TableEvent {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct KeyedStats {
+    /// Slots holding an entry, live or equivalent to fresh (as
+    /// [`KeyedLimiter::entries`](super::KeyedLimiter::entries): entries are never removed, only
+    /// reused, so this grows to the table's slots under a stream of new keys).
+    pub entries: u64,
     /// New keys given a slot.
     pub inserts: u64,
     /// Inserts that reused the slot of an entry equivalent to fresh.
@@ -331,6 +335,7 @@ impl<S: SlotOps> Table<S> {
                 .sum()
         };
         KeyedStats {
+            entries: self.entries() as u64,
             inserts: sum(|writer| &writer.inserts),
             reclaims: sum(|writer| &writer.reclaims),
             refused_new_keys: sum(|writer| &writer.refused_new_keys),

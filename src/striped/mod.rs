@@ -69,7 +69,7 @@
 mod lease;
 mod options;
 mod stripe;
-mod thread_stripe;
+pub(crate) mod thread_stripe;
 
 pub use options::{
     StripedError, StripedLimiterBuilder, DEFAULT_LEASE_LIFETIME, DEFAULT_MAX_LEASE_UNITS,

@@ -3,13 +3,14 @@
 use super::reservation::{Cancel, KeyIdentity, Reservation};
 use super::wait::{block_until_start, WaitError};
 use crate::clock::{Clock, Timestamp};
+use crate::counters::Counting;
 use crate::direct::Limiter;
 use crate::error::RequestError;
 use crate::operation::{Book, GiveBack};
 use crate::quota::Reservable;
 use crate::request::Request;
 
-impl<Q: Reservable, C: Clock> Limiter<Q, C> {
+impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// Books one unit now, for the earliest start the quota allows: at once if it fits, else
     /// later, with requests booked after it queued behind it. Granted unless the wait would be
     /// longer than a state word can book (at least about 4.5 years) or the start would lie
@@ -136,7 +137,7 @@ impl<Q: Reservable, C: Clock> Limiter<Q, C> {
     }
 }
 
-impl<Q: Reservable, C: Clock> Cancel for Limiter<Q, C> {
+impl<Q: Reservable, C: Clock, N: Counting> Cancel for Limiter<Q, C, N> {
     fn now(&self) -> Timestamp {
         self.clock.now()
     }

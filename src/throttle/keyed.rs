@@ -3,13 +3,14 @@
 use super::reservation::{Cancel, KeyIdentity, Reservation};
 use super::wait::{block_until_start, WaitError};
 use crate::clock::{Clock, Timestamp};
+use crate::counters::Counting;
 use crate::error::RequestError;
 use crate::keyed::{KeyMode, KeyedLimiter};
 use crate::operation::{Book, GiveBack};
 use crate::quota::Reservable;
 use crate::request::Request;
 
-impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
+impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
     /// Books one unit for `key` now, for the earliest start the quota allows: at once if it
     /// fits, else later, behind the key's earlier bookings. A key the table does not hold is
     /// inserted as a check would insert it; a full table may refuse it
@@ -122,7 +123,9 @@ impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M>
     }
 }
 
-impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>> Cancel for KeyedLimiter<K, Q, C, M> {
+impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> Cancel
+    for KeyedLimiter<K, Q, C, M, N>
+{
     fn now(&self) -> Timestamp {
         self.clock.now()
     }

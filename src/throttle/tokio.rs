@@ -4,6 +4,7 @@ use super::reservation::Reservation;
 use super::wait::{random_up_to, WaitError};
 use super::LeakyBucket;
 use crate::clock::{Clock, Timestamp};
+use crate::counters::Counting;
 use crate::direct::Limiter;
 use crate::error::RequestError;
 use crate::keyed::{KeyMode, KeyedLimiter};
@@ -105,7 +106,7 @@ async fn sleep_until_start(
     Ok(start)
 }
 
-impl<Q: Reservable, C: Clock> Limiter<Q, C> {
+impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// Waits asynchronously until one unit may start (feature `tokio`): books it when first
     /// polled, then sleeps on tokio's timer until its start. Returns the start. Dropping the
     /// future before then cancels the reservation ([`Reservation::cancel`]).
@@ -150,7 +151,7 @@ impl<Q: Reservable, C: Clock> Limiter<Q, C> {
     }
 }
 
-impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>> KeyedLimiter<K, Q, C, M> {
+impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
     /// Waits asynchronously until one unit for `key` may start (feature `tokio`); dropping
     /// the future before then cancels its reservation.
     ///

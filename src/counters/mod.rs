@@ -1,0 +1,298 @@
+//! Counters: how many checks a limiter allowed and denied, and how many units they asked for,
+//! kept off the state word's cache line. Opt-in at construction
+//! ([`Limiter::with_counters`](crate::Limiter::with_counters),
+//! [`KeyedLimiterBuilder::with_counters`](crate::KeyedLimiterBuilder::with_counters)); read with
+//! `totals()`, and with the `metrics` feature exported through the
+//! [`metrics`](https://docs.rs/metrics) facade (`record_metrics`, names below).
+//!
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | [`Totals`], and the counters a limiter keeps |
+//! | `stripes.rs` | striped, cache-padded `u64` counts (also the HTTP layer's statistics) |
+//! | `export.rs` | the `metrics` feature: names, labels, recording |
+//!
+//! # How a check is counted
+//!
+//! After its decision, a check adds one call to the allowed or the denied count of the calling
+//! thread's stripe (a cache-padded line of its own per stripe, picked by the thread's number as
+//! the [`StripedLimiter`](crate::StripedLimiter)'s stripes are), and, if its cost is not 1,
+//! its cost less one to the matching "extra units" count: one Relaxed `fetch_add` for a check
+//! of one unit, two otherwise. The state word is never written for counting, so a denial still
+//! writes nothing to it, and threads on different stripes write different lines. Every count is
+//! an atomic add, so threads sharing a stripe (more threads than stripes) lose nothing.
+//!
+//! Counted: checks ([`check`](crate::Limiter::check), [`check_at`](crate::Limiter::check_at),
+//! [`check_with`](crate::Limiter::check_with), and their keyed forms), a check of cost 0 as one
+//! call of no units. Not counted: peeks (they consume nothing), reservations and waits, and the
+//! HTTP layer's own statistics (it keeps `http::LayerStats`, on the same
+//! striped counts).
+//!
+//! # Guarantees
+//!
+//! - Exact: once the checking threads are joined (or otherwise synchronised with the reader),
+//!   `allowed + denied` is the number of checks and the unit totals their summed costs.
+//! - While checks run, a read sums each count as it was at some moment of the read: a total
+//!   may miss checks that finish during the read, never counts one twice, and never goes down
+//!   from one read to the next of the same thread (each count only grows).
+//! - Totals are `u64` counts modulo 2^64, as hardware and Prometheus counters are: a count of
+//!   units wraps after 2^64 units (1.8·10^19: 585 years of 10^9 units per second).
+//! - Off (the default), a check is exactly the uncounted one: whether a limiter counts is its
+//!   last type parameter ([`Counting`]: [`NoCounters`] or [`Counters`]), so the compiler
+//!   leaves no trace of counting in a limiter without counters.
+//!
+//! # Metrics names (feature `metrics`)
+//!
+//! `record_metrics(name)` sets these to the limiter's current values, each labelled
+//! `limiter = name` (Prometheus conventions: `_total` counters, snake case; OpenTelemetry's
+//! Prometheus bridge and the `metrics` exporters map them as they are):
+//!
+//! | name | kind | labels | value |
+//! |---|---|---|---|
+//! | `nanolimit_requests_total` | counter | `limiter`, `outcome` = `allowed` \| `denied` | checks allowed, denied ([`Totals::allowed`], [`Totals::denied`]) |
+//! | `nanolimit_units_total` | counter | `limiter`, `outcome` = `allowed` \| `denied` | units of those checks ([`Totals::allowed_units`], [`Totals::denied_units`]) |
+//! | `nanolimit_keyed_entries` | gauge | `limiter` | slots holding an entry ([`KeyedStats::entries`](crate::KeyedStats::entries)) |
+//! | `nanolimit_keyed_capacity` | gauge | `limiter` | live keys the table was sized for ([`KeyedLimiter::capacity`](crate::KeyedLimiter::capacity)) |
+//! | `nanolimit_keyed_events_total` | counter | `limiter`, `event` = `insert` \| `reclaim` \| `refused_new_key` \| `untracked_new_key` \| `eviction` | the table's [`KeyedStats`](crate::KeyedStats) events |
+//!
+//! The request and unit counters are recorded only by limiters built with counters; the keyed
+//! ones by every keyed limiter. Counters are set with `absolute` (the limiter keeps the
+//! totals), so calling `record_metrics` at each scrape, or on a timer, is all an exporter needs.
+
+#[cfg(feature = "metrics")]
+pub(crate) mod export;
+pub(crate) mod stripes;
+
+use stripes::Stripes;
+
+/// Checks allowed (field), calls.
+const ALLOWED_CALLS: usize = 0;
+/// Allowed checks' units less their calls (so a check of one unit adds nothing here).
+const ALLOWED_EXTRA_UNITS: usize = 1;
+/// Checks denied, calls.
+const DENIED_CALLS: usize = 2;
+/// Denied checks' units less their calls.
+const DENIED_EXTRA_UNITS: usize = 3;
+/// The counts a limiter keeps per stripe.
+const FIELDS: usize = 4;
+
+/// How many checks a limiter allowed and denied, and their units, since it was built (see the
+/// [module documentation](self) for what is counted and when the totals are exact).
+///
+/// ```
+/// use nanolimit::{Gcra, Limiter, ManualClock, Request};
+///
+/// let limiter = Limiter::with_clock(Gcra::per_second(10)?, ManualClock::new()).with_counters();
+/// assert!(limiter.check_with(Request::cost(8))?.is_allowed());
+/// assert!(limiter.check_with(Request::cost(5))?.is_denied());
+/// assert!(limiter.check().is_allowed());
+/// let totals = limiter.totals().expect("built with counters");
+/// assert_eq!((totals.allowed, totals.denied), (2, 1));
+/// assert_eq!((totals.allowed_units, totals.denied_units), (9, 5));
+/// assert_eq!((totals.calls(), totals.units()), (3, 14));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct Totals {
+    /// Checks allowed.
+    pub allowed: u64,
+    /// Checks denied (a keyed table's refused new keys included).
+    pub denied: u64,
+    /// The units (costs) of the allowed checks.
+    pub allowed_units: u64,
+    /// The units the denied checks asked for.
+    pub denied_units: u64,
+}
+
+impl Totals {
+    /// Every check counted: `allowed + denied`.
+    ///
+    /// ```
+    /// let totals = nanolimit::counters::Totals::default();
+    /// assert_eq!(totals.calls(), 0);
+    /// ```
+    pub fn calls(&self) -> u64 {
+        self.allowed.wrapping_add(self.denied)
+    }
+
+    /// Every unit asked for: `allowed_units + denied_units`.
+    ///
+    /// ```
+    /// let totals = nanolimit::counters::Totals::default();
+    /// assert_eq!(totals.units(), 0);
+    /// ```
+    pub fn units(&self) -> u64 {
+        self.allowed_units.wrapping_add(self.denied_units)
+    }
+}
+
+mod sealed {
+    /// Only this crate's [`NoCounters`](super::NoCounters) and [`Counters`](super::Counters)
+    /// count checks.
+    pub trait Sealed {}
+}
+
+/// Whether a limiter counts its checks: its last type parameter, [`NoCounters`] (the default)
+/// or [`Counters`] (`with_counters()`). A type, not a flag, so that a limiter without counters
+/// compiles to exactly the check it had before counters existed: not even a branch.
+///
+/// ```
+/// use nanolimit::counters::{Counters, Counting, NoCounters};
+/// use nanolimit::{Gcra, Limiter, QuantaClock};
+///
+/// fn calls<N: Counting>(limiter: &Limiter<Gcra, QuantaClock, N>) -> Option<u64> {
+///     limiter.totals().map(|totals| totals.calls())
+/// }
+/// let plain: Limiter<Gcra, QuantaClock, NoCounters> = Limiter::new(Gcra::per_second(5)?);
+/// let counted: Limiter<Gcra, QuantaClock, Counters> = Limiter::new(Gcra::per_second(5)?).with_counters();
+/// let _ = counted.check();
+/// assert_eq!((calls(&plain), calls(&counted)), (None, Some(1)));
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+pub trait Counting: sealed::Sealed + Send + Sync + core::fmt::Debug {
+    /// Counts one check of `cost` units, allowed or denied (nothing, for [`NoCounters`]).
+    #[doc(hidden)]
+    fn record(&self, allowed: bool, cost: u64);
+
+    /// The totals so far (`None` for [`NoCounters`]).
+    #[doc(hidden)]
+    fn totals(&self) -> Option<Totals>;
+}
+
+/// A limiter that counts nothing: the default. Its checks are the uncounted ones.
+///
+/// ```
+/// use nanolimit::counters::NoCounters;
+/// use nanolimit::{Gcra, Limiter, QuantaClock};
+///
+/// let limiter: Limiter<Gcra, QuantaClock, NoCounters> = Limiter::new(Gcra::per_second(5)?);
+/// assert_eq!(limiter.totals(), None);
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct NoCounters;
+
+impl sealed::Sealed for NoCounters {}
+
+impl Counting for NoCounters {
+    #[inline(always)]
+    fn record(&self, _allowed: bool, _cost: u64) {}
+
+    #[inline(always)]
+    fn totals(&self) -> Option<Totals> {
+        None
+    }
+}
+
+/// The counters of a limiter built `with_counters()`: its checks' outcomes and costs, on
+/// per-thread striped cache lines of their own (see the [module documentation](self)). Read
+/// through the limiter's `totals()`.
+///
+/// ```
+/// use nanolimit::counters::Counters;
+/// use nanolimit::{KeyedLimiter, ManualClock, SlidingWindow};
+///
+/// let limiter: KeyedLimiter<str, SlidingWindow, ManualClock, _, Counters> =
+///     KeyedLimiter::builder(SlidingWindow::per_second(1)?)
+///         .clock(ManualClock::new())
+///         .with_counters()
+///         .build()?;
+/// let _ = limiter.check("a");
+/// let _ = limiter.check("a");
+/// let totals = limiter.totals().unwrap();
+/// assert_eq!((totals.allowed, totals.denied), (1, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Counters {
+    stripes: Stripes<FIELDS>,
+}
+
+impl Counters {
+    /// Counters with the default stripe count for this machine.
+    pub(crate) fn new() -> Self {
+        Counters {
+            stripes: Stripes::for_this_machine(),
+        }
+    }
+
+    /// [`Counting::record`] on stripe `number` (modulo the stripe count): for tests that
+    /// pick the stripes their threads share.
+    #[cfg(test)]
+    pub(crate) fn record_on_stripe(&self, number: usize, allowed: bool, cost: u64) {
+        self.record_on(self.stripes.on_stripe(number), allowed, cost);
+    }
+
+    #[inline]
+    fn record_on(&self, stripe: &[crate::sync::AtomicU64; FIELDS], allowed: bool, cost: u64) {
+        let calls = if allowed { ALLOWED_CALLS } else { DENIED_CALLS };
+        // ORDERING: Relaxed: statistics (see `Stripes::add`), summed with Relaxed loads.
+        stripe[calls].fetch_add(1, crate::sync::Ordering::Relaxed);
+        if cost != 1 {
+            // Units are kept as calls plus this extra, modulo 2^64: a cost of 0 adds 2^64 − 1.
+            // ORDERING: Relaxed, as above.
+            stripe[calls + 1].fetch_add(cost.wrapping_sub(1), crate::sync::Ordering::Relaxed);
+        }
+    }
+
+    /// The totals so far.
+    fn read(&self) -> Totals {
+        let allowed = self.stripes.sum(ALLOWED_CALLS);
+        let denied = self.stripes.sum(DENIED_CALLS);
+        Totals {
+            allowed,
+            denied,
+            allowed_units: allowed.wrapping_add(self.stripes.sum(ALLOWED_EXTRA_UNITS)),
+            denied_units: denied.wrapping_add(self.stripes.sum(DENIED_EXTRA_UNITS)),
+        }
+    }
+}
+
+impl sealed::Sealed for Counters {}
+
+impl Counting for Counters {
+    /// Counts one check of `cost` units, allowed or denied, on the calling thread's stripe.
+    #[inline]
+    fn record(&self, allowed: bool, cost: u64) {
+        self.record_on(self.stripes.mine(), allowed, cost);
+    }
+
+    fn totals(&self) -> Option<Totals> {
+        Some(self.read())
+    }
+}
+
+#[cfg(all(test, not(nanolimit_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_are_exact_for_every_cost_including_zero_and_huge_ones() {
+        let counters = Counters::new();
+        let checks = [
+            (true, 1),
+            (true, 0),
+            (true, 7),
+            (false, 1),
+            (false, 0),
+            (false, u64::MAX),
+        ];
+        for (stripe, &(allowed, cost)) in checks.iter().enumerate() {
+            counters.record_on_stripe(stripe, allowed, cost);
+        }
+        assert_eq!(
+            counters.read(),
+            Totals {
+                allowed: 3,
+                denied: 3,
+                allowed_units: 8,
+                denied_units: 1u64.wrapping_add(u64::MAX),
+            }
+        );
+    }
+
+    #[test]
+    fn nothing_counted_reads_as_zero() {
+        assert_eq!(Counters::new().read(), Totals::default());
+    }
+}

@@ -1,0 +1,217 @@
+//! Counters (`with_counters`, `totals`): exact totals after multi-thread runs, for direct and
+//! keyed limiters, and limiters without counters unchanged.
+
+use nanolimit::{
+    FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Request, Timestamp, Totals, WhenFull,
+};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+const THREADS: usize = 4;
+const CHECKS_PER_THREAD: u64 = 20_000;
+
+/// What one thread saw of its own checks, from their decisions.
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    allowed: u64,
+    denied: u64,
+    allowed_units: u64,
+    denied_units: u64,
+}
+
+impl Seen {
+    fn add(&mut self, allowed: bool, cost: u64) {
+        if allowed {
+            self.allowed += 1;
+            self.allowed_units += cost;
+        } else {
+            self.denied += 1;
+            self.denied_units += cost;
+        }
+    }
+
+    fn sum(seen: impl Iterator<Item = Seen>) -> Totals {
+        let mut totals = Totals::default();
+        for thread in seen {
+            totals.allowed += thread.allowed;
+            totals.denied += thread.denied;
+            totals.allowed_units += thread.allowed_units;
+            totals.denied_units += thread.denied_units;
+        }
+        totals
+    }
+}
+
+/// A cost schedule with ones (the one-fetch_add path), zeros and larger costs.
+fn cost_of(thread: usize, call: u64) -> u64 {
+    [1, 1, 3, 0, 1, 7, 2, 1][(call as usize + thread) % 8]
+}
+
+/// Runs `THREADS` threads of `CHECKS_PER_THREAD` checks each, released together, and returns
+/// what each saw.
+fn run_threads<L: Send + Sync + 'static>(
+    limiter: &Arc<L>,
+    check: fn(&L, usize, u64, u64) -> bool,
+) -> Vec<Seen> {
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let limiter = Arc::clone(limiter);
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                let mut seen = Seen::default();
+                for call in 0..CHECKS_PER_THREAD {
+                    let cost = cost_of(thread, call);
+                    seen.add(check(&limiter, thread, call, cost), cost);
+                }
+                seen
+            })
+        })
+        .collect();
+    workers
+        .into_iter()
+        .map(|worker| worker.join().unwrap())
+        .collect()
+}
+
+#[test]
+fn direct_totals_are_exact_after_a_multi_thread_run() {
+    // 10^5 units per second, a burst of 5,000: the threads' 80,000 checks (about 150,000 units
+    // asked, time moving 1 µs per call of thread 0) are partly allowed, partly denied.
+    let clock = ManualClock::new();
+    let quota = Gcra::per_second(100_000)
+        .unwrap()
+        .with_burst(5_000)
+        .unwrap();
+    let limiter = Arc::new(Limiter::with_clock(quota, clock).with_counters());
+    let seen = run_threads(&limiter, |limiter, thread, call, cost| {
+        if thread == 0 {
+            limiter.clock().advance(Duration::from_micros(1));
+        }
+        let request = Request::cost(cost);
+        let decision = if cost == 1 && call % 2 == 0 {
+            limiter.check()
+        } else {
+            limiter.check_with(request).unwrap()
+        };
+        decision.is_allowed()
+    });
+    let totals = limiter.totals().unwrap();
+    assert_eq!(totals, Seen::sum(seen.into_iter()));
+    assert_eq!(totals.calls(), THREADS as u64 * CHECKS_PER_THREAD);
+    assert!(totals.allowed > 0 && totals.denied > 0, "{totals:?}");
+    let asked: u64 = (0..THREADS)
+        .flat_map(|thread| (0..CHECKS_PER_THREAD).map(move |call| cost_of(thread, call)))
+        .sum();
+    assert_eq!(totals.units(), asked);
+}
+
+#[test]
+fn direct_totals_count_every_check_form_and_no_peek() {
+    let limiter = Limiter::with_clock(FixedWindow::per_second(4).unwrap(), ManualClock::new())
+        .with_counters();
+    let now = limiter.now();
+    assert!(limiter.check().is_allowed());
+    assert!(limiter.check_at(now).is_allowed());
+    assert!(limiter.check_with(Request::cost(2)).unwrap().is_allowed());
+    assert!(limiter.peek().is_denied());
+    assert!(limiter
+        .check_with(Request::cost(3).at(now))
+        .unwrap()
+        .is_denied());
+    // A cost above the limit is an error, not a decision: not counted.
+    assert!(limiter.check_with(Request::cost(5)).is_err());
+    assert!(limiter.check_with(Request::cost(0)).unwrap().is_allowed());
+    let totals = limiter.totals().unwrap();
+    assert_eq!((totals.allowed, totals.denied), (4, 1));
+    assert_eq!((totals.allowed_units, totals.denied_units), (4, 3));
+}
+
+#[test]
+fn keyed_totals_are_exact_after_a_multi_thread_run_with_refused_new_keys() {
+    // A small table (one shard of 8 slots) for 64 keys, a frozen clock, bursts of 10 per key:
+    // keys are allowed, denied, and refused for want of a slot (counted as denied).
+    let limiter = Arc::new(
+        KeyedLimiter::builder(Gcra::per_second(1).unwrap().with_burst(10).unwrap())
+            .capacity(4)
+            .shards(1)
+            .when_full(WhenFull::Deny)
+            .clock(ManualClock::new())
+            .with_counters()
+            .build()
+            .unwrap(),
+    );
+    let seen = run_threads(&limiter, |limiter, thread, call, cost| {
+        let key = (call * 7 + thread as u64) % 64;
+        let at = Timestamp::ORIGIN;
+        limiter
+            .check_with(&key, Request::cost(cost).at(at))
+            .unwrap()
+            .is_allowed()
+    });
+    let totals = limiter.totals().unwrap();
+    assert_eq!(totals, Seen::sum(seen.into_iter()));
+    assert_eq!(totals.calls(), THREADS as u64 * CHECKS_PER_THREAD);
+    let stats = limiter.stats();
+    assert!(stats.refused_new_keys > 0, "{stats:?}");
+    // Every slot holds an entry, and every unit allowed was allowed to one of them: at most
+    // their bursts.
+    assert_eq!(stats.entries, limiter.slots() as u64);
+    assert!(totals.allowed_units <= 10 * stats.entries, "{totals:?}");
+}
+
+/// What a caller reads of a decision.
+fn outcome(decision: &nanolimit::Decision<Gcra>) -> (bool, u64, u64, Duration, Duration) {
+    (
+        decision.is_allowed(),
+        decision.limit(),
+        decision.remaining(),
+        decision.retry_after(),
+        decision.reset_after(),
+    )
+}
+
+#[test]
+fn limiters_without_counters_decide_as_those_with_them_and_report_none() {
+    let clock = ManualClock::new();
+    let quota = Gcra::per_second(10).unwrap().with_burst(3).unwrap();
+    let plain = Limiter::with_clock(quota, clock.clone());
+    let counted = Limiter::with_clock(quota, clock.clone()).with_counters();
+    let plain_keyed = KeyedLimiter::builder(quota)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let counted_keyed = KeyedLimiter::builder(quota)
+        .clock(clock.clone())
+        .with_counters()
+        .build()
+        .unwrap();
+    for call in 0..200u64 {
+        let cost = call % 4;
+        let request = || Request::cost(cost);
+        assert_eq!(
+            outcome(&plain.check_with(request()).unwrap()),
+            outcome(&counted.check_with(request()).unwrap())
+        );
+        assert_eq!(
+            outcome(&plain_keyed.check_with(&(call % 3), request()).unwrap()),
+            outcome(&counted_keyed.check_with(&(call % 3), request()).unwrap())
+        );
+        clock.advance(Duration::from_millis(30));
+    }
+    assert_eq!(plain.totals(), None);
+    assert_eq!(plain_keyed.totals(), None);
+    assert_eq!(counted.totals().unwrap().calls(), 200);
+    assert_eq!(counted_keyed.totals().unwrap().calls(), 200);
+}
+
+#[test]
+fn keyed_stats_report_entries_as_entries_does() {
+    let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_second(1).unwrap(), 1_000).unwrap();
+    for key in 0..37 {
+        let _ = limiter.check(&key);
+    }
+    assert_eq!(limiter.stats().entries, 37);
+    assert_eq!(limiter.stats().entries, limiter.entries() as u64);
+}
