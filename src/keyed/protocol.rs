@@ -71,7 +71,13 @@
 //! returns to a value observed under a previous key. A cancellation lowers a word, but never
 //! below the word its reservation replaced, which the same key wrote: the word may return to
 //! a value its own key held (harmless: the step is a function of the value alone), never to one
-//! of a previous key. An eviction keeps this by letting the new
+//! of a previous key. One order escapes this argument (found in review, not yet closed): a
+//! check of key A loads the booked word `b`, A's reservation is cancelled back to `b0 < b`, and
+//! A's entry, fresh from `b0` on, is reclaimed by key B at a time before `b`; B's words start
+//! below `b` and may later equal it exactly, and A's stalled compare-and-swap would then land on
+//! B's entry. It needs that stall across a cancellation and a reclaim and B's word meeting `b`
+//! to the tick; closing it (a reclaim that starts above every word the slot held) is open
+//! work. An eviction keeps this by letting the new
 //! key inherit the evicted state, which it only increases. For window quotas this holds barring
 //! a full wrap of the stored index between one thread's load and its CAS, and barring readings
 //! further behind than the quota's [backward bound](crate::quota#readings-behind-the-state),
