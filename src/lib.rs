@@ -82,6 +82,9 @@ pub mod throttle;
 #[cfg(feature = "http")]
 pub mod http;
 
+#[cfg(feature = "redis")]
+pub mod redis;
+
 pub mod clock;
 
 mod sync;
