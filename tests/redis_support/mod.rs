@@ -103,9 +103,32 @@ impl PrivateServer {
         panic!("redis-server did not listen on {} within 10 s", self.port);
     }
 
+    /// Freezes the server (SIGSTOP): connections stay open and nothing answers, as a server
+    /// stuck or a network partition would.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a frozen server run again (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self
+            .child
+            .as_ref()
+            .expect("a running server")
+            .id()
+            .to_string();
+        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// Kills the server (as a crash would) and waits for it to exit.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // SIGKILL ends a frozen server too.
             child.kill().unwrap();
             child.wait().unwrap();
         }
