@@ -53,6 +53,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A batch upload costs 4 of another tenant's units at once.
     let (_, limiter) = &servers[0];
     let upload = limiter.check_with("tenant-8", Request::cost(4)).await?;
-    println!("tenant-8 upload: allowed {}, {} left", upload.is_allowed(), upload.remaining());
+    println!(
+        "tenant-8 upload: allowed {}, {} left",
+        upload.is_allowed(),
+        upload.remaining()
+    );
     Ok(())
 }

@@ -12,9 +12,7 @@
 mod redis_support;
 
 use nanolimit::redis::{FailurePolicy, RedisLimiter, RedisQuota};
-use nanolimit::{
-    FixedWindow, Gcra, KeyedLimiter, ManualClock, Quota, Request, SlidingWindow, Timestamp,
-};
+use nanolimit::{FixedWindow, Gcra, KeyedLimiter, ManualClock, Request, SlidingWindow, Timestamp};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis_support::{redis_url, unique_prefix};

@@ -31,7 +31,7 @@ const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
 /// Every server that shares a limit must use the same prefix, quota and epoch.
 ///
 /// ```
-/// use nanolimitredis::{FailurePolicy, RedisLimiter};
+/// use nanolimit::redis::{FailurePolicy, RedisLimiter};
 /// use nanolimit::Gcra;
 /// use std::time::Duration;
 ///
@@ -153,7 +153,7 @@ impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
 /// Why a [`RedisLimiter`] could not be built.
 ///
 /// ```
-/// use nanolimitredis::{RedisConfigError, RedisLimiter};
+/// use nanolimit::redis::{RedisConfigError, RedisLimiter};
 /// use nanolimit::Gcra;
 /// use std::time::Duration;
 ///

@@ -39,7 +39,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 ///   [`RequestError::ForeignTier`].
 ///
 /// ```no_run
-/// use nanolimitredis::RedisLimiter;
+/// use nanolimit::redis::RedisLimiter;
 /// use nanolimit::{Gcra, Request};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -85,7 +85,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// A builder for a limiter applying `quota` to every key.
     ///
     /// ```
-    /// use nanolimitredis::RedisLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::SlidingWindow;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -109,7 +109,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// make `key` the Redis Cluster hash tag).
     ///
     /// ```
-    /// use nanolimitredis::RedisLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::FixedWindow;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -128,7 +128,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// [`Request::at`]; `None` before the epoch or past its horizon.
     ///
     /// ```
-    /// use nanolimitredis::{RedisLimiter, DEFAULT_EPOCH_UNIX_SECONDS};
+    /// use nanolimit::redis::{RedisLimiter, DEFAULT_EPOCH_UNIX_SECONDS};
     /// use nanolimit::Gcra;
     /// use std::time::{Duration, UNIX_EPOCH};
     ///
@@ -152,7 +152,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// The calls that fell back to the failure policy so far.
     ///
     /// ```
-    /// use nanolimitredis::RedisLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::Gcra;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -169,7 +169,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// Consumes one unit of `key`'s quota if it fits, judged at the server's time.
     ///
     /// ```no_run
-    /// use nanolimitredis::RedisLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::FixedWindow;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -189,7 +189,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// with a tier ([`RequestError::ForeignTier`]).
     ///
     /// ```no_run
-    /// use nanolimitredis::RedisLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::{Gcra, Request, RequestError, Timestamp};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -217,7 +217,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// Whether one unit would pass for `key` now, consuming nothing.
     ///
     /// ```no_run
-    /// use nanolimitredis::RedisLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::Gcra;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -237,7 +237,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// [`check_with`](Self::check_with) does.
     ///
     /// ```no_run
-    /// use nanolimitredis::RedisLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::{Gcra, Request};
     ///
     /// # #[tokio::main(flavor = "current_thread")]

@@ -13,7 +13,7 @@
 /// requests admitted while failing open.
 ///
 /// ```
-/// use nanolimitredis::FailurePolicy;
+/// use nanolimit::redis::FailurePolicy;
 ///
 /// assert_eq!(FailurePolicy::default(), FailurePolicy::Open);
 /// ```

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 /// hex digits), and the script applies the same step as the in-process limiters.
 ///
 /// ```
-/// use nanolimitredis::RedisQuota;
+/// use nanolimit::redis::RedisQuota;
 /// use nanolimit::{FixedWindow, Gcra, SlidingWindow};
 ///
 /// fn algorithm<Q: RedisQuota>(_: &Q) -> &'static str {

@@ -8,7 +8,7 @@ use crate::sync::{AtomicU64, Ordering};
 /// [`is_fallback`](crate::Decision::is_fallback) is true).
 ///
 /// ```
-/// use nanolimitredis::RedisStats;
+/// use nanolimit::redis::RedisStats;
 ///
 /// let stats = RedisStats::default();
 /// assert_eq!(stats.fallbacks(), 0);
