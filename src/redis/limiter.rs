@@ -301,6 +301,18 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
         }
     }
 
+    /// The script's arguments after its key: the common three (see `lua/prelude.lua`), then
+    /// the quota's.
+    fn arguments(&self, cost: u64, at: Option<Timestamp>, apply: bool) -> Vec<String> {
+        let mut arguments = vec![
+            at.map_or_else(String::new, |at| hex(at.as_ns())),
+            self.epoch_unix_seconds.to_string(),
+            if apply { "1" } else { "0" }.to_owned(),
+        ];
+        self.quota.push_arguments(cost, &mut arguments);
+        arguments
+    }
+
     async fn call(
         &self,
         key: &str,
@@ -309,14 +321,132 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
         apply: bool,
     ) -> ::redis::RedisResult<Reply> {
         let mut invocation = Q::script().prepare_invoke();
-        invocation
-            .key(self.key_name(key))
-            .arg(at.map_or_else(String::new, |at| hex(at.as_ns())))
-            .arg(self.epoch_unix_seconds)
-            .arg(if apply { "1" } else { "0" });
-        self.quota.push_arguments(cost, &mut invocation);
+        invocation.key(self.key_name(key));
+        for argument in self.arguments(cost, at, apply) {
+            invocation.arg(argument);
+        }
         let mut connection = self.connection.clone();
         invocation.invoke_async(&mut connection).await
+    }
+
+    /// Checks of several keys in one pipeline: one round trip for all (and, the first time a
+    /// server sees the script, one more to load it and one to repeat the checks it refused).
+    /// Each request is judged as [`check_with`](Self::check_with) would, in order; a request
+    /// this limiter can never judge gets its error without a round trip, and when the pipeline
+    /// gets no reply within the timeout, every other request gets the failure policy's
+    /// decision.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::{Gcra, Request};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(10)?).build("redis://127.0.0.1:6379")?;
+    /// let decisions = limiter
+    ///     .check_many(&[("a", Request::cost(1)), ("b", Request::cost(10)), ("c", Request::cost(11))])
+    ///     .await;
+    /// assert!(decisions[0].as_ref().unwrap().is_allowed());
+    /// assert!(decisions[2].is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check_many(
+        &self,
+        requests: &[(&str, Request<Q>)],
+    ) -> Vec<Result<Decision<Q>, RequestError>> {
+        let costs: Vec<Result<u64, RequestError>> = requests
+            .iter()
+            .map(|(_, request)| self.validate(request))
+            .collect();
+        let judged: Vec<usize> = (0..requests.len()).filter(|&i| costs[i].is_ok()).collect();
+        let replies =
+            match tokio::time::timeout(self.timeout, self.call_many(requests, &judged)).await {
+                Ok(Ok(replies)) => Some(replies),
+                Ok(Err(_)) => None,
+                Err(_) => {
+                    judged.iter().for_each(|_| self.counters.count_timeout());
+                    return self.decide_many(requests, costs, &mut std::iter::empty());
+                }
+            };
+        let mut replies = replies.map(Vec::into_iter);
+        let mut replies = std::iter::from_fn(|| match &mut replies {
+            Some(replies) => replies.next(),
+            None => Some(None),
+        });
+        self.decide_many(requests, costs, &mut replies)
+    }
+
+    /// Each request's decision: its error, the decision its reply describes (`replies` yields
+    /// one per judged request, in order, `None` for a command that failed), or the failure
+    /// policy's (counted) when there is none.
+    fn decide_many(
+        &self,
+        requests: &[(&str, Request<Q>)],
+        costs: Vec<Result<u64, RequestError>>,
+        replies: &mut dyn Iterator<Item = Option<Reply>>,
+    ) -> Vec<Result<Decision<Q>, RequestError>> {
+        requests
+            .iter()
+            .zip(costs)
+            .map(|((_, request), cost)| {
+                let cost = cost?;
+                match replies.next() {
+                    Some(Some(reply)) => match self.decision(reply, cost) {
+                        Some(decision) => return Ok(decision),
+                        None => self.counters.count_error(),
+                    },
+                    Some(None) => self.counters.count_error(),
+                    // A pipeline that timed out: counted by the caller.
+                    None => {}
+                }
+                Ok(self.fallback(cost, request.at))
+            })
+            .collect()
+    }
+
+    /// The pipeline of `check_many`: one `EVALSHA` per judged request; those the server refuses
+    /// for want of the script are repeated once it is loaded.
+    async fn call_many(
+        &self,
+        requests: &[(&str, Request<Q>)],
+        judged: &[usize],
+    ) -> ::redis::RedisResult<Vec<Option<Reply>>> {
+        let mut connection = self.connection.clone();
+        let pipeline = |indices: &[usize]| {
+            let mut pipeline = ::redis::pipe();
+            for &index in indices {
+                let (key, request) = &requests[index];
+                let apply = request.cost > 0;
+                pipeline
+                    .cmd("EVALSHA")
+                    .arg(Q::script().get_hash())
+                    .arg(1)
+                    .arg(self.key_name(key))
+                    .arg(self.arguments(request.cost, request.at, apply));
+            }
+            pipeline.ignore_errors();
+            pipeline
+        };
+        let mut replies: Vec<::redis::RedisResult<Reply>> =
+            pipeline(judged).query_async(&mut connection).await?;
+        let no_script = |reply: &::redis::RedisResult<Reply>| {
+            matches!(reply, Err(error) if error.kind()
+                == ::redis::ErrorKind::Server(::redis::ServerErrorKind::NoScript))
+        };
+        let refused: Vec<usize> = (0..replies.len())
+            .filter(|&i| no_script(&replies[i]))
+            .collect();
+        if !refused.is_empty() {
+            Q::script().load_async(&mut connection).await?;
+            let indices: Vec<usize> = refused.iter().map(|&i| judged[i]).collect();
+            let again: Vec<::redis::RedisResult<Reply>> =
+                pipeline(&indices).query_async(&mut connection).await?;
+            for (slot, reply) in refused.into_iter().zip(again) {
+                replies[slot] = reply;
+            }
+        }
+        Ok(replies.into_iter().map(Result::ok).collect())
     }
 
     /// The decision a script's reply describes, made by the same code as in process; `None`

@@ -4,7 +4,7 @@
 //! conversion.
 
 use crate::quota::{FixedWindow, Gcra, Quota, SlidingWindow, WindowLength};
-use ::redis::{Script, ScriptInvocation};
+use ::redis::Script;
 use std::sync::LazyLock;
 
 /// A quota a [`RedisLimiter`](super::RedisLimiter) can keep in Redis: [`Gcra`],
@@ -32,10 +32,10 @@ pub trait RedisQuota: Quota {
     #[doc(hidden)]
     fn script() -> &'static Script;
 
-    /// Pushes the quota's arguments (from `ARGV[4]` on) for a request of `cost` (at most the
+    /// Appends the quota's arguments (from `ARGV[4]` on) for a request of `cost` (at most the
     /// limit).
     #[doc(hidden)]
-    fn push_arguments(&self, cost: u64, invocation: &mut ScriptInvocation<'_>);
+    fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>);
 }
 
 /// A u64 as the scripts read it: 16 hex digits.
@@ -73,19 +73,20 @@ impl RedisQuota for Gcra {
         &GCRA_SCRIPT
     }
 
-    fn push_arguments(&self, cost: u64, invocation: &mut ScriptInvocation<'_>) {
+    fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>) {
         let scale = self.scale_in_ticks();
         // At most the tolerance (below 2^62): the cost is at most the burst.
         let increment_ticks = cost.saturating_mul(scale.emission_interval_ticks);
         // For the expiry only: a little over the true value, so a key never expires early.
         let ns_per_tick = (1u64 << scale.ticks_per_ns_shift) as f64 / scale.ticks_per_ns_q59 as f64
             * (1.0 + f64::EPSILON * 4.0);
-        invocation
-            .arg(hex(scale.ticks_per_ns_q59))
-            .arg(scale.ticks_per_ns_shift)
-            .arg(hex(scale.tolerance_ticks))
-            .arg(hex(increment_ticks))
-            .arg(format!("{ns_per_tick:e}"));
+        arguments.extend([
+            hex(scale.ticks_per_ns_q59),
+            scale.ticks_per_ns_shift.to_string(),
+            hex(scale.tolerance_ticks),
+            hex(increment_ticks),
+            format!("{ns_per_tick:e}"),
+        ]);
     }
 }
 
@@ -95,16 +96,17 @@ fn push_window_arguments(
     forward_windows: u64,
     limit: u64,
     cost: u64,
-    invocation: &mut ScriptInvocation<'_>,
+    arguments: &mut Vec<String>,
 ) {
     let (reciprocal, shift) = length.reciprocal();
-    invocation
-        .arg(hex(length.window_ns))
-        .arg(hex(reciprocal))
-        .arg(shift)
-        .arg(limit)
-        .arg(forward_windows)
-        .arg(cost);
+    arguments.extend([
+        hex(length.window_ns),
+        hex(reciprocal),
+        shift.to_string(),
+        limit.to_string(),
+        forward_windows.to_string(),
+        cost.to_string(),
+    ]);
 }
 
 impl RedisQuota for SlidingWindow {
@@ -114,9 +116,9 @@ impl RedisQuota for SlidingWindow {
         &SLIDING_WINDOW_SCRIPT
     }
 
-    fn push_arguments(&self, cost: u64, invocation: &mut ScriptInvocation<'_>) {
+    fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>) {
         let (length, forward_windows) = self.length_and_forward_windows();
-        push_window_arguments(length, forward_windows, self.limit(), cost, invocation);
+        push_window_arguments(length, forward_windows, self.limit(), cost, arguments);
     }
 }
 
@@ -127,8 +129,8 @@ impl RedisQuota for FixedWindow {
         &FIXED_WINDOW_SCRIPT
     }
 
-    fn push_arguments(&self, cost: u64, invocation: &mut ScriptInvocation<'_>) {
+    fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>) {
         let (length, forward_windows) = self.length_and_forward_windows();
-        push_window_arguments(length, forward_windows, self.limit(), cost, invocation);
+        push_window_arguments(length, forward_windows, self.limit(), cost, arguments);
     }
 }
