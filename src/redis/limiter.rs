@@ -26,6 +26,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// |---|---|---|
 /// | consume if it fits | [`check(key)`](Self::check) | [`check_with(key, request)`](Self::check_with) |
 /// | ask without consuming | [`peek(key)`](Self::peek) | [`peek_with(key, request)`](Self::peek_with) |
+/// | consume, for many keys in one round trip | | [`check_many(&[(key, request)])`](Self::check_many) |
 ///
 /// - Time: the server's `TIME` by default (so the fleet's clocks don't matter), less the
 ///   limiter's epoch; or the request's own [`at`](Request::at), a [`Timestamp`] since the
