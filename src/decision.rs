@@ -55,6 +55,11 @@ enum Entry {
     /// A new key a full table refused on the state it would inherit (an eviction that would
     /// not admit it): it waits until `state` admits its cost.
     RefusedUntilAdmitted,
+    /// A shared store that holds the key's state (Redis) could not be reached in time, and the
+    /// limiter's failure policy decided: reported as a fresh key would be after the decision
+    /// when it fails open (`state` is that fresh state), as nothing left and "retry at once"
+    /// when it fails closed.
+    Fallback,
 }
 
 /// Why a full table refused a new key, and the state that says until when.
@@ -132,10 +137,51 @@ impl<Q: Quota> Decision<Q> {
         }
     }
 
+    /// A decision the failure policy of a limiter on a shared store made, the store being out of
+    /// reach: `allowed` (failing open) reports what a fresh key would after it, `state` being
+    /// that fresh state after the cost; denied (failing closed) reports nothing left, and 1 ns
+    /// as its waits (retry at once: the store may be back).
+    #[cfg(feature = "redis")]
+    #[cold]
+    pub(crate) fn fallback(
+        allowed: bool,
+        cost: u64,
+        state: u64,
+        now: Q::Instant,
+        quota: Q,
+    ) -> Self {
+        Decision {
+            allowed,
+            entry: Entry::Fallback,
+            cost,
+            state,
+            now,
+            quota,
+        }
+    }
+
+    /// Whether the shared store that holds the key's state (Redis) could not be reached in
+    /// time, so that the limiter's failure policy made this decision (allowed when it fails
+    /// open, denied when it fails closed), not the key's state. Always false for in-process
+    /// limiters.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock};
+    ///
+    /// let limiter = Limiter::with_clock(Gcra::per_second(10)?, ManualClock::new());
+    /// assert!(!limiter.check().is_fallback());
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn is_fallback(&self) -> bool {
+        self.entry == Entry::Fallback
+    }
+
     /// For a refused new key: nanoseconds until it may retry, at least 1.
     fn refused_wait_ns(&self) -> Option<u64> {
         let wait_ns = match self.entry {
             Entry::Tracked | Entry::Inserted | Entry::Untracked => return None,
+            Entry::Fallback if self.allowed => return None,
+            Entry::Fallback => 1,
             Entry::RefusedUntilFresh => self.quota.reset_after_ns(self.state, self.now),
             Entry::RefusedUntilAdmitted => {
                 self.quota.retry_after_ns(self.state, self.now, self.cost)
@@ -187,7 +233,10 @@ impl<Q: Quota> Decision<Q> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_untracked(&self) -> bool {
-        !matches!(self.entry, Entry::Tracked | Entry::Inserted)
+        !matches!(
+            self.entry,
+            Entry::Tracked | Entry::Inserted | Entry::Fallback
+        )
     }
 
     /// The cost this decision was for.
@@ -204,7 +253,8 @@ impl<Q: Quota> Decision<Q> {
     pub fn remaining(&self) -> u64 {
         match self.entry {
             Entry::RefusedUntilFresh | Entry::RefusedUntilAdmitted => 0,
-            Entry::Tracked | Entry::Inserted | Entry::Untracked => {
+            Entry::Fallback if !self.allowed => 0,
+            Entry::Tracked | Entry::Inserted | Entry::Untracked | Entry::Fallback => {
                 self.quota.remaining(self.state, self.now)
             }
         }
@@ -239,7 +289,7 @@ impl<Q: Quota> Decision<Q> {
     pub fn state_word(&self) -> u64 {
         match self.entry {
             Entry::RefusedUntilFresh | Entry::RefusedUntilAdmitted => Q::FRESH,
-            Entry::Tracked | Entry::Inserted | Entry::Untracked => self.state,
+            Entry::Tracked | Entry::Inserted | Entry::Untracked | Entry::Fallback => self.state,
         }
     }
 

@@ -98,6 +98,9 @@ pub mod throttle;
 #[cfg(feature = "http")]
 pub mod http;
 
+#[cfg(feature = "redis")]
+pub mod redis;
+
 pub mod clock;
 
 pub mod counters;

@@ -377,6 +377,19 @@ impl Gcra {
         self.count as f64 * 1e9 / self.period_ns as f64
     }
 
+    /// The numbers a store outside the process needs to apply this quota's step to its word
+    /// (the Redis scripts, `src/redis/`): the scale (`ticks per ns × 2^59`, so an instant is
+    /// `(now_ns × scale) >> 59`), the tolerance and the emission interval, in ticks.
+    #[cfg(feature = "redis")]
+    pub(crate) fn scale_in_ticks(&self) -> GcraScale {
+        GcraScale {
+            ticks_per_ns_q59: self.ticks_per_ns_q59,
+            ticks_per_ns_shift: TICKS_PER_NS_SHIFT,
+            tolerance_ticks: self.tolerance_ticks,
+            emission_interval_ticks: self.emission_interval_ticks,
+        }
+    }
+
     /// Converts a duration in ticks to nanoseconds, rounding up.
     #[inline]
     fn ticks_to_ns(&self, ticks: u64) -> u64 {
@@ -396,6 +409,16 @@ impl Gcra {
     fn judged_at(&self, tat: u64, now: GcraInstant) -> u64 {
         now.0.max(tat.saturating_sub(self.judging_lead_ticks))
     }
+}
+
+/// See [`Gcra::scale_in_ticks`].
+#[cfg(feature = "redis")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GcraScale {
+    pub(crate) ticks_per_ns_q59: u64,
+    pub(crate) ticks_per_ns_shift: u32,
+    pub(crate) tolerance_ticks: u64,
+    pub(crate) emission_interval_ticks: u64,
 }
 
 const fn tolerance(burst: u64, emission_interval_ticks: u64) -> Result<u64, QuotaError> {

@@ -61,6 +61,8 @@ pub use gcra::{Gcra, GcraInstant};
 pub use reservable::Reservable;
 pub use sliding_window::SlidingWindow;
 pub use window::WindowInstant;
+#[cfg(feature = "redis")]
+pub(crate) use window::WindowLength;
 
 use crate::clock::Timestamp;
 use core::fmt::Debug;

@@ -204,6 +204,14 @@ impl SlidingWindow {
         WINDOW_INDEX_MASK - self.forward_windows
     }
 
+    /// The window length and the largest index distance read as time moving forward: what a
+    /// store outside the process needs to apply this quota's step (the Redis scripts,
+    /// `src/redis/`).
+    #[cfg(feature = "redis")]
+    pub(crate) fn length_and_forward_windows(&self) -> (WindowLength, u64) {
+        (self.length, self.forward_windows)
+    }
+
     /// Unpacks `state` as seen at `now`, with the window roll-over, idle expiry and
     /// backward-clock rules applied.
     #[inline]

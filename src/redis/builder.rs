@@ -1,0 +1,202 @@
+//! Building a [`RedisLimiter`]: the connection, key prefix, timeout, failure policy and epoch.
+
+use super::limiter::RedisLimiter;
+use super::policy::FailurePolicy;
+use super::quota::RedisQuota;
+use super::stats::Counters;
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use core::fmt;
+use std::time::Duration;
+
+/// The default epoch: 2025-01-01T00:00:00Z, in seconds of the Unix clock. Times are counted in
+/// nanoseconds from the epoch, up to [`Timestamp::HORIZON`](crate::Timestamp::HORIZON) (about
+/// 18.3 years: until April 2043 for this epoch).
+pub const DEFAULT_EPOCH_UNIX_SECONDS: u64 = 1_735_689_600;
+
+/// The default per-call timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5);
+
+/// The largest epoch a builder accepts (the year 36812): the scripts read it as a Lua number.
+const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
+
+/// Configures a [`RedisLimiter`]; made by [`RedisLimiter::builder`].
+///
+/// | setting | default | set with |
+/// |---|---|---|
+/// | key prefix | `nanolimit` | [`prefix`](Self::prefix) |
+/// | per-call timeout | 5 ms | [`timeout`](Self::timeout) |
+/// | failure policy | [`FailurePolicy::Open`] | [`failure_policy`](Self::failure_policy) |
+/// | epoch (time origin) | 2025-01-01T00:00:00Z | [`epoch_unix_seconds`](Self::epoch_unix_seconds) |
+///
+/// Every server that shares a limit must use the same prefix, quota and epoch.
+///
+/// ```
+/// use nanolimit::redis::{FailurePolicy, RedisLimiter};
+/// use nanolimit::Gcra;
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Connects lazily: building needs no server.
+/// let limiter = RedisLimiter::builder(Gcra::per_second(100)?)
+///     .prefix("api")
+///     .timeout(Duration::from_millis(3))
+///     .failure_policy(FailurePolicy::Closed)
+///     .build("redis://127.0.0.1:6379")?;
+/// assert_eq!(limiter.key_name("tenant-7"), "api:gcra:{tenant-7}");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct RedisLimiterBuilder<Q> {
+    quota: Q,
+    prefix: String,
+    timeout: Duration,
+    policy: FailurePolicy,
+    epoch_unix_seconds: u64,
+}
+
+impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
+    pub(crate) fn new(quota: Q) -> Self {
+        RedisLimiterBuilder {
+            quota,
+            prefix: "nanolimit".to_owned(),
+            timeout: DEFAULT_TIMEOUT,
+            policy: FailurePolicy::Open,
+            epoch_unix_seconds: DEFAULT_EPOCH_UNIX_SECONDS,
+        }
+    }
+
+    /// The first part of every key name: `{prefix}:{algorithm}:{{key}}`. Use one prefix per
+    /// quota: two limiters with different quotas of one algorithm under one prefix would read
+    /// each other's words.
+    pub fn prefix(mut self, prefix: &str) -> Self {
+        self.prefix = prefix.to_owned();
+        self
+    }
+
+    /// The longest a call waits for Redis before its failure policy decides (5 ms by default):
+    /// a caller is never blocked longer. Must not be zero.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// What a call answers when Redis does not ([`FailurePolicy::Open`] by default).
+    pub fn failure_policy(mut self, policy: FailurePolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The time origin, in whole seconds of the Unix clock: checks on Redis time judge at
+    /// `TIME − epoch`, and explicit [`Timestamp`](crate::Timestamp)s count from it too (see
+    /// [`RedisLimiter::timestamp_of`]). Every server sharing a limit must use the same epoch;
+    /// the server's clock must lie between it and its horizon (18.3 years on), else calls fail
+    /// (and the failure policy decides).
+    pub fn epoch_unix_seconds(mut self, epoch_unix_seconds: u64) -> Self {
+        self.epoch_unix_seconds = epoch_unix_seconds;
+        self
+    }
+
+    /// A limiter on the server at `url` (`redis://host:port/db`), through a
+    /// [`ConnectionManager`] that connects on the first call and reconnects after failures.
+    /// Must be called within a tokio runtime. Fails only on a malformed URL or configuration.
+    pub fn build(self, url: &str) -> Result<RedisLimiter<Q>, RedisConfigError> {
+        self.check()?;
+        let client = ::redis::Client::open(url).map_err(RedisConfigError::Connection)?;
+        // Reconnection: quick first retries, then at most one attempt a second; the limiter's
+        // own timeout bounds every call whatever the manager is doing.
+        let config = ConnectionManagerConfig::new()
+            .set_min_delay(Duration::from_millis(10))
+            .set_max_delay(Duration::from_secs(1))
+            .set_connection_timeout(Some(self.timeout.max(Duration::from_millis(100))));
+        let connection = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(RedisConfigError::Connection)?;
+        Ok(self.limiter(connection))
+    }
+
+    /// A limiter on a connection the caller made (to share one among several limiters).
+    pub fn build_on(
+        self,
+        connection: ConnectionManager,
+    ) -> Result<RedisLimiter<Q>, RedisConfigError> {
+        self.check()?;
+        Ok(self.limiter(connection))
+    }
+
+    fn check(&self) -> Result<(), RedisConfigError> {
+        if self.timeout.is_zero() {
+            return Err(RedisConfigError::ZeroTimeout);
+        }
+        if self.epoch_unix_seconds > MAX_EPOCH_UNIX_SECONDS {
+            return Err(RedisConfigError::EpochTooLate {
+                epoch_unix_seconds: self.epoch_unix_seconds,
+            });
+        }
+        Ok(())
+    }
+
+    fn limiter(self, connection: ConnectionManager) -> RedisLimiter<Q> {
+        RedisLimiter {
+            quota: self.quota,
+            connection,
+            key_prefix: format!("{}:{}:", self.prefix, Q::ALGORITHM),
+            timeout: self.timeout,
+            policy: self.policy,
+            epoch_unix_seconds: self.epoch_unix_seconds,
+            counters: Counters::default(),
+        }
+    }
+}
+
+/// Why a [`RedisLimiter`] could not be built.
+///
+/// ```
+/// use nanolimit::redis::{RedisConfigError, RedisLimiter};
+/// use nanolimit::Gcra;
+/// use std::time::Duration;
+///
+/// let zero = RedisLimiter::builder(Gcra::per_second(1)?)
+///     .timeout(Duration::ZERO)
+///     .build("redis://127.0.0.1:6379");
+/// assert!(matches!(zero, Err(RedisConfigError::ZeroTimeout)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RedisConfigError {
+    /// A zero timeout: every call would fall back.
+    ZeroTimeout,
+    /// An epoch past the year 36812 (most likely not seconds).
+    EpochTooLate {
+        /// The epoch asked for.
+        epoch_unix_seconds: u64,
+    },
+    /// The URL or the connection's configuration was refused by the `redis` crate.
+    Connection(::redis::RedisError),
+}
+
+impl fmt::Display for RedisConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RedisConfigError::ZeroTimeout => {
+                f.write_str("the Redis limiter's timeout is zero: every call would fall back")
+            }
+            RedisConfigError::EpochTooLate { epoch_unix_seconds } => write!(
+                f,
+                "epoch of {epoch_unix_seconds} Unix seconds is too late (not seconds?)"
+            ),
+            RedisConfigError::Connection(error) => write!(f, "Redis connection: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for RedisConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RedisConfigError::Connection(error) => Some(error),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,487 @@
+//! The Redis limiter: one script call per check or peek, the decision built from the word the
+//! script decided on, with the crate's own decision code.
+
+use super::builder::RedisLimiterBuilder;
+use super::policy::FailurePolicy;
+use super::quota::{hex, RedisQuota};
+use super::stats::{Counters, RedisStats};
+use crate::clock::Timestamp;
+use crate::decision::Decision;
+use crate::error::RequestError;
+use crate::quota::Step;
+use crate::request::Request;
+use ::redis::aio::ConnectionManager;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A keyed limit shared by every server that uses the same Redis (a fleet): per API key, per
+/// tenant. Each check is one atomic script call that applies the quota's own step
+/// ([`Gcra`](crate::Gcra), [`SlidingWindow`](crate::SlidingWindow) or
+/// [`FixedWindow`](crate::FixedWindow)) to the key's state word, stored in Redis as the same
+/// `u64` the in-process limiters keep; the [`Decision`] is then built in Rust from the word the
+/// script decided on. So given the same times and costs it decides exactly as a
+/// [`KeyedLimiter`](crate::KeyedLimiter) with that quota does, and reports the same limit,
+/// remaining, reset-after and retry-after.
+///
+/// | operation | shorthand | full form |
+/// |---|---|---|
+/// | consume if it fits | [`check(key)`](Self::check) | [`check_with(key, request)`](Self::check_with) |
+/// | ask without consuming | [`peek(key)`](Self::peek) | [`peek_with(key, request)`](Self::peek_with) |
+/// | consume, for many keys in one round trip | | [`check_many(&[(key, request)])`](Self::check_many) |
+///
+/// - Time: the server's `TIME` by default (so the fleet's clocks don't matter), less the
+///   limiter's epoch; or the request's own [`at`](Request::at), a [`Timestamp`] since the
+///   epoch ([`timestamp_of`](Self::timestamp_of) converts wall-clock times).
+/// - Keys: `{prefix}:{algorithm}:{{key}}`, the key as a Redis Cluster hash tag. Idle keys
+///   expire: each admission sets the key to expire once its state is as good as fresh (its
+///   reset-after, rounded up to the millisecond, plus up to 2 ms).
+/// - Failures: every call returns within the timeout; without a reply, the
+///   [`FailurePolicy`] decides ([`Decision::is_fallback`]), and [`stats`](Self::stats) counts it.
+/// - No tiers, reservations or waits: a request with a tier fails with
+///   [`RequestError::ForeignTier`].
+///
+/// ```no_run
+/// use nanolimit::redis::RedisLimiter;
+/// use nanolimit::{Gcra, Request};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // 100 requests per second per tenant, across the fleet.
+/// let limiter = RedisLimiter::builder(Gcra::per_second(100)?).build("redis://127.0.0.1:6379")?;
+/// let decision = limiter.check("tenant-7").await;
+/// if decision.is_denied() {
+///     println!("429, retry after {:?}", decision.retry_after());
+/// }
+/// let upload = limiter.check_with("tenant-7", Request::cost(10)).await?;
+/// println!("{} left", upload.remaining());
+/// # Ok(())
+/// # }
+/// ```
+pub struct RedisLimiter<Q: RedisQuota> {
+    pub(crate) quota: Q,
+    pub(crate) connection: ConnectionManager,
+    /// `{prefix}:{algorithm}:`.
+    pub(crate) key_prefix: String,
+    pub(crate) timeout: Duration,
+    pub(crate) policy: FailurePolicy,
+    pub(crate) epoch_unix_seconds: u64,
+    pub(crate) counters: Counters,
+}
+
+impl<Q: RedisQuota> core::fmt::Debug for RedisLimiter<Q> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RedisLimiter")
+            .field("quota", &self.quota)
+            .field("key_prefix", &self.key_prefix)
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .field("epoch_unix_seconds", &self.epoch_unix_seconds)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a script replies: admitted or not, the word decided on, the time judged at.
+type Reply = (i64, String, String);
+
+impl<Q: RedisQuota> RedisLimiter<Q> {
+    /// A builder for a limiter applying `quota` to every key.
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::SlidingWindow;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(SlidingWindow::per_minute(600)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert_eq!(limiter.quota().limit(), 600);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn builder(quota: Q) -> RedisLimiterBuilder<Q> {
+        RedisLimiterBuilder::new(quota)
+    }
+
+    /// The quota applied to every key.
+    pub fn quota(&self) -> &Q {
+        &self.quota
+    }
+
+    /// The Redis key that holds `key`'s state word: `{prefix}:{algorithm}:{{key}}` (the braces
+    /// make `key` the Redis Cluster hash tag).
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::FixedWindow;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(FixedWindow::per_minute(5)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert_eq!(limiter.key_name("203.0.113.9"), "nanolimit:fixed-window:{203.0.113.9}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn key_name(&self, key: &str) -> String {
+        format!("{}{{{key}}}", self.key_prefix)
+    }
+
+    /// A wall-clock time as a [`Timestamp`] of this limiter (nanoseconds since its epoch), for
+    /// [`Request::at`]; `None` before the epoch or past its horizon.
+    ///
+    /// ```
+    /// use nanolimit::redis::{RedisLimiter, DEFAULT_EPOCH_UNIX_SECONDS};
+    /// use nanolimit::Gcra;
+    /// use std::time::{Duration, UNIX_EPOCH};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(1)?).build("redis://127.0.0.1:6379")?;
+    /// let epoch = UNIX_EPOCH + Duration::from_secs(DEFAULT_EPOCH_UNIX_SECONDS);
+    /// let later = limiter.timestamp_of(epoch + Duration::from_millis(1_500)).unwrap();
+    /// assert_eq!(later.as_ns(), 1_500_000_000);
+    /// assert_eq!(limiter.timestamp_of(epoch - Duration::from_secs(1)), None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn timestamp_of(&self, time: SystemTime) -> Option<Timestamp> {
+        let since_epoch = time
+            .duration_since(UNIX_EPOCH + Duration::from_secs(self.epoch_unix_seconds))
+            .ok()?;
+        Timestamp::from_ns(u64::try_from(since_epoch.as_nanos()).ok()?).ok()
+    }
+
+    /// The calls that fell back to the failure policy so far.
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::Gcra;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(1)?).build("redis://127.0.0.1:6379")?;
+    /// assert_eq!(limiter.stats().fallbacks(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stats(&self) -> RedisStats {
+        self.counters.read()
+    }
+
+    /// Consumes one unit of `key`'s quota if it fits, judged at the server's time.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::FixedWindow;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(FixedWindow::per_minute(2)?).build("redis://127.0.0.1:6379")?;
+    /// assert!(limiter.check("user-1").await.is_allowed());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check(&self, key: &str) -> Decision<Q> {
+        self.decide(key, 1, None, true).await
+    }
+
+    /// Consumes the request's cost of `key`'s quota if it fits, at the request's time (or the
+    /// server's); a cost of zero changes nothing and reads the metadata. Fails, without a call
+    /// to Redis, for a cost above the limit ([`RequestError::CostAboveLimit`]) or a request
+    /// with a tier ([`RequestError::ForeignTier`]).
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::{Gcra, Request, RequestError, Timestamp};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(10)?).build("redis://127.0.0.1:6379")?;
+    /// let now = Timestamp::from_ns(5_000_000_000)?;
+    /// assert!(limiter.check_with("k", Request::cost(10).at(now)).await?.is_allowed());
+    /// assert!(limiter.check_with("k", Request::cost(1).at(now)).await?.is_denied());
+    /// assert_eq!(
+    ///     limiter.check_with("k", Request::cost(11)).await.unwrap_err(),
+    ///     RequestError::CostAboveLimit { cost: 11, limit: 10 }
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check_with(
+        &self,
+        key: &str,
+        request: Request<Q>,
+    ) -> Result<Decision<Q>, RequestError> {
+        let cost = self.validate(&request)?;
+        Ok(self.decide(key, cost, request.at, true).await)
+    }
+
+    /// Whether one unit would pass for `key` now, consuming nothing.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::Gcra;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(5)?).build("redis://127.0.0.1:6379")?;
+    /// let peeked = limiter.peek("fresh-key").await;
+    /// assert!(peeked.is_allowed());
+    /// assert_eq!(peeked.remaining(), 5);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn peek(&self, key: &str) -> Decision<Q> {
+        self.decide(key, 1, None, false).await
+    }
+
+    /// Whether the request would pass for `key`, consuming nothing; fails as
+    /// [`check_with`](Self::check_with) does.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::{Gcra, Request};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(5)?).build("redis://127.0.0.1:6379")?;
+    /// assert!(limiter.peek_with("fresh-key", Request::cost(5)).await?.is_allowed());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn peek_with(
+        &self,
+        key: &str,
+        request: Request<Q>,
+    ) -> Result<Decision<Q>, RequestError> {
+        let cost = self.validate(&request)?;
+        Ok(self.decide(key, cost, request.at, false).await)
+    }
+
+    /// The request's cost, if this limiter can ever judge it.
+    fn validate(&self, request: &Request<Q>) -> Result<u64, RequestError> {
+        if request.tier.is_some() {
+            return Err(RequestError::ForeignTier);
+        }
+        let limit = self.quota.limit();
+        if request.cost > limit {
+            return Err(RequestError::CostAboveLimit {
+                cost: request.cost,
+                limit,
+            });
+        }
+        Ok(request.cost)
+    }
+
+    /// The core every check and peek funnels into: one script call within the timeout, or the
+    /// failure policy. A cost of zero is a peek that always passes, as in process.
+    async fn decide(
+        &self,
+        key: &str,
+        cost: u64,
+        at: Option<Timestamp>,
+        apply: bool,
+    ) -> Decision<Q> {
+        let apply = apply && cost > 0;
+        let call = self.call(key, cost, at, apply);
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(Ok(reply)) => match self.decision(reply, cost) {
+                Some(decision) => decision,
+                None => {
+                    self.counters.count_error();
+                    self.fallback(cost, at)
+                }
+            },
+            Ok(Err(_)) => {
+                self.counters.count_error();
+                self.fallback(cost, at)
+            }
+            Err(_) => {
+                self.counters.count_timeout();
+                self.fallback(cost, at)
+            }
+        }
+    }
+
+    /// The script's arguments after its key: the common three (see `lua/prelude.lua`), then
+    /// the quota's.
+    fn arguments(&self, cost: u64, at: Option<Timestamp>, apply: bool) -> Vec<String> {
+        let mut arguments = vec![
+            at.map_or_else(String::new, |at| hex(at.as_ns())),
+            self.epoch_unix_seconds.to_string(),
+            if apply { "1" } else { "0" }.to_owned(),
+        ];
+        self.quota.push_arguments(cost, &mut arguments);
+        arguments
+    }
+
+    async fn call(
+        &self,
+        key: &str,
+        cost: u64,
+        at: Option<Timestamp>,
+        apply: bool,
+    ) -> ::redis::RedisResult<Reply> {
+        let mut invocation = Q::script().prepare_invoke();
+        invocation.key(self.key_name(key));
+        for argument in self.arguments(cost, at, apply) {
+            invocation.arg(argument);
+        }
+        let mut connection = self.connection.clone();
+        invocation.invoke_async(&mut connection).await
+    }
+
+    /// Checks of several keys in one pipeline: one round trip for all (and, the first time a
+    /// server sees the script, one more to load it and one to repeat the checks it refused).
+    /// Each request is judged as [`check_with`](Self::check_with) would, in order; a request
+    /// this limiter can never judge gets its error without a round trip, and when the pipeline
+    /// gets no reply within the timeout, every other request gets the failure policy's
+    /// decision.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::{Gcra, Request};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(10)?).build("redis://127.0.0.1:6379")?;
+    /// let decisions = limiter
+    ///     .check_many(&[("a", Request::cost(1)), ("b", Request::cost(10)), ("c", Request::cost(11))])
+    ///     .await;
+    /// assert!(decisions[0].as_ref().unwrap().is_allowed());
+    /// assert!(decisions[2].is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check_many(
+        &self,
+        requests: &[(&str, Request<Q>)],
+    ) -> Vec<Result<Decision<Q>, RequestError>> {
+        let costs: Vec<Result<u64, RequestError>> = requests
+            .iter()
+            .map(|(_, request)| self.validate(request))
+            .collect();
+        let judged: Vec<usize> = (0..requests.len()).filter(|&i| costs[i].is_ok()).collect();
+        let replies =
+            match tokio::time::timeout(self.timeout, self.call_many(requests, &judged)).await {
+                Ok(Ok(replies)) => Some(replies),
+                Ok(Err(_)) => None,
+                Err(_) => {
+                    judged.iter().for_each(|_| self.counters.count_timeout());
+                    return self.decide_many(requests, costs, &mut std::iter::empty());
+                }
+            };
+        let mut replies = replies.map(Vec::into_iter);
+        let mut replies = std::iter::from_fn(|| match &mut replies {
+            Some(replies) => replies.next(),
+            None => Some(None),
+        });
+        self.decide_many(requests, costs, &mut replies)
+    }
+
+    /// Each request's decision: its error, the decision its reply describes (`replies` yields
+    /// one per judged request, in order, `None` for a command that failed), or the failure
+    /// policy's (counted) when there is none.
+    fn decide_many(
+        &self,
+        requests: &[(&str, Request<Q>)],
+        costs: Vec<Result<u64, RequestError>>,
+        replies: &mut dyn Iterator<Item = Option<Reply>>,
+    ) -> Vec<Result<Decision<Q>, RequestError>> {
+        requests
+            .iter()
+            .zip(costs)
+            .map(|((_, request), cost)| {
+                let cost = cost?;
+                match replies.next() {
+                    Some(Some(reply)) => match self.decision(reply, cost) {
+                        Some(decision) => return Ok(decision),
+                        None => self.counters.count_error(),
+                    },
+                    Some(None) => self.counters.count_error(),
+                    // A pipeline that timed out: counted by the caller.
+                    None => {}
+                }
+                Ok(self.fallback(cost, request.at))
+            })
+            .collect()
+    }
+
+    /// The pipeline of `check_many`: one `EVALSHA` per judged request; those the server refuses
+    /// for want of the script are repeated once it is loaded.
+    async fn call_many(
+        &self,
+        requests: &[(&str, Request<Q>)],
+        judged: &[usize],
+    ) -> ::redis::RedisResult<Vec<Option<Reply>>> {
+        let mut connection = self.connection.clone();
+        let pipeline = |indices: &[usize]| {
+            let mut pipeline = ::redis::pipe();
+            for &index in indices {
+                let (key, request) = &requests[index];
+                let apply = request.cost > 0;
+                pipeline
+                    .cmd("EVALSHA")
+                    .arg(Q::script().get_hash())
+                    .arg(1)
+                    .arg(self.key_name(key))
+                    .arg(self.arguments(request.cost, request.at, apply));
+            }
+            pipeline.ignore_errors();
+            pipeline
+        };
+        let mut replies: Vec<::redis::RedisResult<Reply>> =
+            pipeline(judged).query_async(&mut connection).await?;
+        let no_script = |reply: &::redis::RedisResult<Reply>| {
+            matches!(reply, Err(error) if error.kind()
+                == ::redis::ErrorKind::Server(::redis::ServerErrorKind::NoScript))
+        };
+        let refused: Vec<usize> = (0..replies.len())
+            .filter(|&i| no_script(&replies[i]))
+            .collect();
+        if !refused.is_empty() {
+            Q::script().load_async(&mut connection).await?;
+            let indices: Vec<usize> = refused.iter().map(|&i| judged[i]).collect();
+            let again: Vec<::redis::RedisResult<Reply>> =
+                pipeline(&indices).query_async(&mut connection).await?;
+            for (slot, reply) in refused.into_iter().zip(again) {
+                replies[slot] = reply;
+            }
+        }
+        Ok(replies.into_iter().map(Result::ok).collect())
+    }
+
+    /// The decision a script's reply describes, made by the same code as in process; `None`
+    /// for a reply that is not one of the scripts'.
+    fn decision(&self, (allowed, word, at): Reply, cost: u64) -> Option<Decision<Q>> {
+        let word = u64::from_str_radix(&word, 16).ok()?;
+        let at = Timestamp::from_ns(u64::from_str_radix(&at, 16).ok()?).ok()?;
+        let allowed = match allowed {
+            1 => true,
+            0 => cost == 0,
+            _ => return None,
+        };
+        Some(Decision::new(
+            allowed,
+            cost,
+            word,
+            self.quota.instant(at),
+            self.quota,
+        ))
+    }
+
+    /// The failure policy's decision, at the request's time or the local clock's.
+    #[cold]
+    fn fallback(&self, cost: u64, at: Option<Timestamp>) -> Decision<Q> {
+        let at = at
+            .or_else(|| self.timestamp_of(SystemTime::now()))
+            .unwrap_or(Timestamp::ORIGIN);
+        let now = self.quota.instant(at);
+        let allowed = self.policy == FailurePolicy::Open;
+        // A cost of at most the limit always passes on a fresh state.
+        let state = match self.quota.step(Q::FRESH, now, cost) {
+            Step::Allow(word) if allowed && cost > 0 => word,
+            _ => Q::FRESH,
+        };
+        Decision::fallback(allowed || cost == 0, cost, state, now, self.quota)
+    }
+}

@@ -1,0 +1,61 @@
+//! Limits shared by many servers, kept in Redis (feature `redis`): [`RedisLimiter`].
+//!
+//! A limit that must hold across a fleet (per API key, per tenant) cannot live in one process.
+//! [`RedisLimiter`] keeps each key's state in Redis and decides with one atomic Lua script per
+//! call (loaded once, then `EVALSHA`), with the time taken from Redis `TIME` so the servers'
+//! clocks don't matter. Its decisions are the in-process limiters' own:
+//!
+//! - The stored value is the quota's own state word (the `u64` of [`Gcra`](crate::Gcra),
+//!   [`SlidingWindow`](crate::SlidingWindow) or [`FixedWindow`](crate::FixedWindow), as 16 hex
+//!   digits), so the same quota's layout and rounding apply.
+//! - Each script implements only the algorithm's step (admit? the new word), with exact
+//!   integer arithmetic: Redis Lua numbers are doubles, exact only below 2^53, while GCRA ticks
+//!   reach 2^63 and the sliding window multiplies counts by nanoseconds; so the scripts compute
+//!   on limbs of 16 bits (`src/redis/lua/prelude.lua`), from values the client computes with
+//!   the quota's own code (the increment of the cost, the tolerance, the scale of the time).
+//! - The script returns the word it decided on and the time it judged at, and the client
+//!   builds the [`Decision`](crate::Decision) (limit, remaining, reset-after, retry-after) with
+//!   the same code as the in-process limiters. The tests (`tests/redis_*.rs`) check the
+//!   scripts' steps against [`Quota::step`](crate::Quota::step) on edge and random words, and
+//!   the limiter against a [`KeyedLimiter`](crate::KeyedLimiter) on random schedules, through a
+//!   real server.
+//!
+//! | | [`KeyedLimiter`](crate::KeyedLimiter) | [`RedisLimiter`] |
+//! |---|---|---|
+//! | state | a slot of a bounded table in the process | a Redis key per limited key, expiring when idle |
+//! | shared by | the threads of one process | every process using the same server |
+//! | a check costs | nanoseconds | one round trip (tens of microseconds on a LAN) |
+//! | when the state is out of reach | never | the [`FailurePolicy`] decides, within the timeout |
+//!
+//! # Time
+//!
+//! Times are nanoseconds since the limiter's epoch (by default 2025-01-01T00:00:00Z, see
+//! [`RedisLimiterBuilder::epoch_unix_seconds`]), up to
+//! [`Timestamp::HORIZON`](crate::Timestamp::HORIZON) (18.3 years on): the script reads `TIME`
+//! and subtracts the epoch, or takes the request's [`at`](crate::Request::at). Every server
+//! sharing a limit must use the same epoch. Expiry is Redis's, in the server's real time:
+//! explicit times that run slower than the server's clock (a test replaying hours in
+//! milliseconds is the other way round, and safe) may see idle keys forgotten early.
+//!
+//! # Failures
+//!
+//! Every call returns within the limiter's timeout (5 ms by default). A call that gets no
+//! decision in time (server down, unreachable or slow, a script error) is decided by the
+//! [`FailurePolicy`] (open by default), marked by
+//! [`Decision::is_fallback`](crate::Decision::is_fallback), and counted in [`RedisStats`]; the
+//! connection manager reconnects in the background, so the limiter needs no rebuilding when
+//! the server is back.
+
+mod builder;
+mod limiter;
+mod policy;
+mod quota;
+mod stats;
+
+pub use builder::{
+    RedisConfigError, RedisLimiterBuilder, DEFAULT_EPOCH_UNIX_SECONDS, DEFAULT_TIMEOUT,
+};
+pub use limiter::RedisLimiter;
+pub use policy::FailurePolicy;
+pub use quota::RedisQuota;
+pub use stats::RedisStats;

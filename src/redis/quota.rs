@@ -1,0 +1,136 @@
+//! What each quota hands its Redis script: the script (the quota's step in Lua, on the quota's
+//! own state word) and the per-call arguments, computed here with the quota's own numbers so
+//! that the script does only exact integer additions, comparisons and the instant's
+//! conversion.
+
+use crate::quota::{FixedWindow, Gcra, Quota, SlidingWindow, WindowLength};
+use ::redis::Script;
+use std::sync::LazyLock;
+
+/// A quota a [`RedisLimiter`](super::RedisLimiter) can keep in Redis: [`Gcra`],
+/// [`SlidingWindow`] and [`FixedWindow`]. The stored value is the quota's own state word (16
+/// hex digits), and the script applies the same step as the in-process limiters.
+///
+/// ```
+/// use nanolimit::redis::RedisQuota;
+/// use nanolimit::{FixedWindow, Gcra, SlidingWindow};
+///
+/// fn algorithm<Q: RedisQuota>(_: &Q) -> &'static str {
+///     Q::ALGORITHM
+/// }
+/// assert_eq!(algorithm(&Gcra::per_second(10)?), "gcra");
+/// assert_eq!(algorithm(&SlidingWindow::per_minute(10)?), "sliding-window");
+/// assert_eq!(algorithm(&FixedWindow::per_minute(10)?), "fixed-window");
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+pub trait RedisQuota: Quota {
+    /// The algorithm's name in Redis key names (`{prefix}:{ALGORITHM}:{{key}}`), so that
+    /// limiters of different algorithms never read each other's words.
+    const ALGORITHM: &'static str;
+
+    /// The script: the common prelude (`src/redis/lua/prelude.lua`) and the quota's step.
+    #[doc(hidden)]
+    fn script() -> &'static Script;
+
+    /// Appends the quota's arguments (from `ARGV[4]` on) for a request of `cost` (at most the
+    /// limit).
+    #[doc(hidden)]
+    fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>);
+}
+
+/// A u64 as the scripts read it: 16 hex digits.
+pub(crate) fn hex(value: u64) -> String {
+    format!("{value:016x}")
+}
+
+static GCRA_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/prelude.lua"),
+        include_str!("lua/gcra.lua")
+    ))
+});
+
+static SLIDING_WINDOW_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/prelude.lua"),
+        include_str!("lua/window.lua"),
+        include_str!("lua/sliding_window.lua")
+    ))
+});
+
+static FIXED_WINDOW_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/prelude.lua"),
+        include_str!("lua/window.lua"),
+        include_str!("lua/fixed_window.lua")
+    ))
+});
+
+impl RedisQuota for Gcra {
+    const ALGORITHM: &'static str = "gcra";
+
+    fn script() -> &'static Script {
+        &GCRA_SCRIPT
+    }
+
+    fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>) {
+        let scale = self.scale_in_ticks();
+        // At most the tolerance (below 2^62): the cost is at most the burst.
+        let increment_ticks = cost.saturating_mul(scale.emission_interval_ticks);
+        // For the expiry only: a little over the true value, so a key never expires early.
+        let ns_per_tick = (1u64 << scale.ticks_per_ns_shift) as f64 / scale.ticks_per_ns_q59 as f64
+            * (1.0 + f64::EPSILON * 4.0);
+        arguments.extend([
+            hex(scale.ticks_per_ns_q59),
+            scale.ticks_per_ns_shift.to_string(),
+            hex(scale.tolerance_ticks),
+            hex(increment_ticks),
+            format!("{ns_per_tick:e}"),
+        ]);
+    }
+}
+
+/// The window scripts' arguments (`src/redis/lua/window.lua`).
+fn push_window_arguments(
+    length: WindowLength,
+    forward_windows: u64,
+    limit: u64,
+    cost: u64,
+    arguments: &mut Vec<String>,
+) {
+    let (reciprocal, shift) = length.reciprocal();
+    arguments.extend([
+        hex(length.window_ns),
+        hex(reciprocal),
+        shift.to_string(),
+        limit.to_string(),
+        forward_windows.to_string(),
+        cost.to_string(),
+    ]);
+}
+
+impl RedisQuota for SlidingWindow {
+    const ALGORITHM: &'static str = "sliding-window";
+
+    fn script() -> &'static Script {
+        &SLIDING_WINDOW_SCRIPT
+    }
+
+    fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>) {
+        let (length, forward_windows) = self.length_and_forward_windows();
+        push_window_arguments(length, forward_windows, self.limit(), cost, arguments);
+    }
+}
+
+impl RedisQuota for FixedWindow {
+    const ALGORITHM: &'static str = "fixed-window";
+
+    fn script() -> &'static Script {
+        &FIXED_WINDOW_SCRIPT
+    }
+
+    fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>) {
+        let (length, forward_windows) = self.length_and_forward_windows();
+        push_window_arguments(length, forward_windows, self.limit(), cost, arguments);
+    }
+}
