@@ -232,24 +232,15 @@ struct View {
 
 impl Encoded for FixedWindow {
     fn to_words(&self) -> [u64; QUOTA_WORDS] {
-        let [window_ns, reciprocal, reciprocal_shift] = self.length.to_words();
-        [
-            self.limit,
-            self.forward_windows,
-            window_ns,
-            reciprocal,
-            reciprocal_shift,
-            0,
-            0,
-        ]
+        self.length.quota_words(self.limit, self.forward_windows)
     }
 
     fn from_words(words: [u64; QUOTA_WORDS]) -> FixedWindow {
-        let [limit, forward_windows, window_ns, reciprocal, reciprocal_shift, ..] = words;
+        let (limit, forward_windows, length) = WindowLength::from_quota_words(words);
         FixedWindow {
             limit,
             forward_windows,
-            length: WindowLength::from_words([window_ns, reciprocal, reciprocal_shift]),
+            length,
         }
     }
 }

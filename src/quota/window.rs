@@ -1,6 +1,7 @@
 //! What the two window algorithms share: the validated window length and a division-free way
 //! to turn a clock reading into (window index, time elapsed in that window).
 
+use super::QUOTA_WORDS;
 use crate::clock::Timestamp;
 use crate::error::QuotaError;
 use std::time::Duration;
@@ -143,6 +144,29 @@ impl WindowLength {
             self.reciprocal,
             u64::from(self.reciprocal_shift),
         ]
+    }
+
+    /// A window quota's encoding (`Encoded`): its limit, its forward-window bound and this
+    /// length, the same layout for both window algorithms.
+    pub(crate) fn quota_words(self, limit: u64, forward_windows: u64) -> [u64; QUOTA_WORDS] {
+        let [window_ns, reciprocal, reciprocal_shift] = self.to_words();
+        [
+            limit,
+            forward_windows,
+            window_ns,
+            reciprocal,
+            reciprocal_shift,
+            0,
+            0,
+        ]
+    }
+
+    /// The limit, forward-window bound and length [`quota_words`](Self::quota_words) made
+    /// `words` of.
+    pub(crate) fn from_quota_words(words: [u64; QUOTA_WORDS]) -> (u64, u64, WindowLength) {
+        let [limit, forward_windows, window_ns, reciprocal, reciprocal_shift, ..] = words;
+        let length = WindowLength::from_words([window_ns, reciprocal, reciprocal_shift]);
+        (limit, forward_windows, length)
     }
 
     /// The length [`to_words`](Self::to_words) made `words` of.
