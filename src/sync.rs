@@ -7,11 +7,16 @@
 
 #[cfg(not(nanolimit_loom))]
 pub(crate) use core::sync::atomic::{fence, AtomicU64, Ordering};
+/// The leased Redis limiter's table of keys (feature `redis`).
+#[cfg(all(not(nanolimit_loom), feature = "redis"))]
+pub(crate) use std::sync::RwLock;
 #[cfg(not(nanolimit_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 #[cfg(nanolimit_loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
+#[cfg(all(nanolimit_loom, feature = "redis"))]
+pub(crate) use loom::sync::RwLock;
 #[cfg(nanolimit_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 

@@ -471,7 +471,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
 
     /// The failure policy's decision, at the request's time or the local clock's.
     #[cold]
-    fn fallback(&self, cost: u64, at: Option<Timestamp>) -> Decision<Q> {
+    pub(crate) fn fallback(&self, cost: u64, at: Option<Timestamp>) -> Decision<Q> {
         let at = at
             .or_else(|| self.timestamp_of(SystemTime::now()))
             .unwrap_or(Timestamp::ORIGIN);

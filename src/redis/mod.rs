@@ -47,6 +47,7 @@
 //! the server is back.
 
 mod builder;
+mod leased;
 mod limiter;
 mod policy;
 mod quota;
@@ -54,6 +55,11 @@ mod stats;
 
 pub use builder::{
     RedisConfigError, RedisLimiterBuilder, DEFAULT_EPOCH_UNIX_SECONDS, DEFAULT_TIMEOUT,
+};
+pub use leased::{
+    LeaseConfigError, LeasedRedisLimiter, LeasedRedisLimiterBuilder, LeasedStats,
+    DEFAULT_CAPACITY as DEFAULT_LEASED_CAPACITY, DEFAULT_LEASE_LIFETIME, DEFAULT_MAX_LEASE_UNITS,
+    MAX_LEASE_LIFETIME, MAX_LEASE_UNITS, MIN_LEASE_LIFETIME,
 };
 pub use limiter::RedisLimiter;
 pub use policy::FailurePolicy;

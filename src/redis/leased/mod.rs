@@ -1,0 +1,744 @@
+//! Leased local checks: a fleet-wide GCRA budget in Redis, spent locally in nanoseconds.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | [`LeasedRedisLimiter`]: checks, refills, give-backs; the bound |
+//! | `options.rs` | [`LeasedRedisLimiterBuilder`], [`LeaseConfigError`], the defaults |
+//! | `word.rs` | a key's local lease in one packed word, and its pure steps |
+//! | `table.rs` | the process's leases, one entry per key, bounded |
+//!
+//! # How a check runs
+//!
+//! 1. The process holds, per key, the unspent units of its latest lease and the grain they
+//!    lapse at, in one word. A check that finds enough spendable units takes them with one
+//!    compare-and-swap: no round trip, no write shared with other keys.
+//! 2. A check that leaves the lease below half its size claims the key (a flag in the word)
+//!    and, with background refills on, starts the next lease on a tokio task: one script call,
+//!    the GCRA step of the lease's size on the key's shared word ([`RedisLimiter`]'s own
+//!    script), topping the key up to the lease size. Checks go on spending meanwhile.
+//! 3. A check that finds too few units takes the next lease itself (one round trip), or, when
+//!    a refill is already in flight, checks Redis directly (one round trip, exact): nobody
+//!    waits for another checker's refill. When the budget cannot grant the lease, the refill
+//!    asks for just the request's cost; when it cannot grant that either, the request is
+//!    denied with the shared word's own retry-after.
+//!
+//! # Over-admission bound
+//!
+//! Every unit a process admits was first admitted by the shared GCRA in Redis as part of a
+//! lease, so the quota bounds the leases, and leasing only moves admissions later in time.
+//! Units admitted by the fleet for one key in any interval are either from leases granted in
+//! the interval (at most what the quota itself admits there) or were held by a process when
+//! the interval began. A process holds at most its largest lease per key (a refill tops the
+//! key up to the lease size: `lease − held` units, or the request's cost when that is more,
+//! of which the request takes its cost), counting a refill in flight. So in any interval the
+//! fleet admits at most **the quota's own allowance + processes × largest lease**
+//! ([`over_admission_bound`](LeasedRedisLimiter::over_admission_bound)). With
+//! `lease_units(1, 1)` every check is one script call and the fleet admits exactly the quota.
+//! The interval is measured on Redis's clock (the quota's), and units lapse at most one lease
+//! lifetime after the reading their refill started from.
+//!
+//! # Under-admission
+//!
+//! Units one process holds cannot serve another: a process may be denied while others hold up
+//! to their leases, for at most a lease lifetime. Lapsed units are given back when the key's
+//! next refill starts, and [`give_back_unused`](LeasedRedisLimiter::give_back_unused) returns
+//! every held unit (at shutdown); both only when exact, when no other process has taken from
+//! the key's budget since (then Redis is as if the lease had been smaller). Otherwise they
+//! lapse. Lease sizes adapt: a lease half spent in its first quarter-lifetime doubles the
+//! next, one that lapsed with units unspent halves it.
+
+mod options;
+mod table;
+mod word;
+
+pub use options::{
+    LeaseConfigError, LeasedRedisLimiterBuilder, DEFAULT_CAPACITY, DEFAULT_LEASE_LIFETIME,
+    DEFAULT_MAX_LEASE_UNITS, MAX_LEASE_LIFETIME, MAX_LEASE_UNITS, MIN_LEASE_LIFETIME,
+};
+
+use super::quota::hex;
+use super::stats::RedisStats;
+use super::RedisLimiter;
+use crate::clock::{Clock, QuantaClock, Timestamp};
+use crate::decision::Decision;
+use crate::error::RequestError;
+use crate::quota::{Gcra, Quota, Reservable};
+use crate::request::Request;
+use crate::sync::{Arc, AtomicU64, Ordering};
+use ::redis::Script;
+use std::sync::LazyLock;
+use table::{LeaseCell, LeaseTable};
+use word::Spend;
+
+/// A fleet-wide GCRA limit kept in Redis, checked locally from leases: each process takes
+/// units of a key's shared budget in batches (one script call each) and admits from them with
+/// one compare-and-swap, so a check costs nanoseconds instead of a round trip, at the price of
+/// a stated over-admission: at most `processes × largest lease` units per key beyond the quota
+/// in any interval (the [module documentation](self) has the argument).
+///
+/// Built on a [`RedisLimiter<Gcra>`](RedisLimiter), whose key names, epoch, timeout and failure
+/// policy it uses: processes sharing a prefix share each key's budget, whether they lease or
+/// check every request in Redis.
+///
+/// | operation | shorthand | full form |
+/// |---|---|---|
+/// | consume if it fits | [`check(key)`](Self::check) | [`check_with(key, request)`](Self::check_with) |
+/// | give the held units back (shutdown) | [`give_back_unused()`](Self::give_back_unused) | |
+///
+/// - Time: lease lifetimes are timed on the limiter's [`Clock`], and Redis judges at its own
+///   `TIME`; a request's [`at`](Request::at) is used for both (a [`Timestamp`] since the
+///   shared limiter's epoch). Use one or the other for a limiter, not both.
+/// - Decisions: an admission served from a lease reports as `remaining` the units the process
+///   holds plus what the shared budget could still lease at the latest refill (an estimate:
+///   other processes lease too); a denial is Redis's, with the shared word's own retry-after.
+/// - Failures: a refill that gets no reply in time is decided by the failure policy, for its
+///   request only; the key takes no lease, and the next check tries again.
+///
+/// ```no_run
+/// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+/// use nanolimit::Gcra;
+///
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // 10,000 requests per second per tenant across the fleet.
+/// let shared = RedisLimiter::builder(Gcra::per_second(10_000)?).build("redis://127.0.0.1:6379")?;
+/// let limiter = LeasedRedisLimiter::builder(shared).build()?;
+/// for _ in 0..1_000 {
+///     // Mostly served from the process's lease, with no round trip.
+///     assert!(limiter.check("tenant-7").await.is_allowed());
+/// }
+/// limiter.give_back_unused().await; // at shutdown
+/// # Ok(())
+/// # }
+/// ```
+pub struct LeasedRedisLimiter<C: Clock = QuantaClock> {
+    inner: Arc<Inner<C>>,
+}
+
+impl<C: Clock> Clone for LeasedRedisLimiter<C> {
+    fn clone(&self) -> Self {
+        LeasedRedisLimiter {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<C: Clock> core::fmt::Debug for LeasedRedisLimiter<C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LeasedRedisLimiter")
+            .field("shared", &self.inner.shared)
+            .field("policy", &self.inner.policy)
+            .field("capacity", &self.inner.table.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lease sizes and lifetimes, checked when the limiter is built.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeasePolicy {
+    pub(crate) min_units: u64,
+    pub(crate) max_units: u64,
+    pub(crate) lifetime_grains: u64,
+}
+
+impl LeasePolicy {
+    /// The size of a key's next lease, from its current size and the lease word the refill
+    /// claimed: halved (down to the minimum) when the previous lease lapsed with units
+    /// unspent, doubled (up to the maximum) when the refill starts within the first quarter of
+    /// the previous lease's lifetime, kept otherwise.
+    fn next_units(&self, current: u64, previous: u64, now_grain: u64) -> u64 {
+        let current = current.clamp(self.min_units, self.max_units);
+        let deadline = word::deadline(previous);
+        if deadline == 0 {
+            return current;
+        }
+        if now_grain >= deadline {
+            if word::units(previous) > 0 {
+                return (current / 2).max(self.min_units);
+            }
+            return current;
+        }
+        let started = deadline.saturating_sub(self.lifetime_grains);
+        if now_grain.saturating_sub(started) <= self.lifetime_grains / 4 {
+            return current.saturating_mul(2).min(self.max_units);
+        }
+        current
+    }
+}
+
+/// How often a [`LeasedRedisLimiter`] went to Redis, and why, since it was built.
+///
+/// ```
+/// use nanolimit::redis::LeasedStats;
+///
+/// let stats = LeasedStats::default();
+/// assert_eq!(stats.leases, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct LeasedStats {
+    /// Leases granted by Redis.
+    pub leases: u64,
+    /// Units those leases held.
+    pub leased_units: u64,
+    /// Checks decided by one script call of their own: a refill of the key in flight, a
+    /// request above the largest lease, leasing off, or a local table full of live leases.
+    pub direct_checks: u64,
+    /// Units given back to Redis (lapsed leases, [`give_back_unused`](LeasedRedisLimiter::give_back_unused)).
+    pub units_given_back: u64,
+    /// Calls to Redis that fell back to the failure policy.
+    pub redis: RedisStats,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    leases: AtomicU64,
+    leased_units: AtomicU64,
+    direct_checks: AtomicU64,
+    units_given_back: AtomicU64,
+}
+
+impl Counters {
+    #[cold]
+    fn add(counter: &AtomicU64, by: u64) {
+        // ORDERING: Relaxed. A statistic: it orders nothing and pairs with nothing.
+        counter.fetch_add(by, Ordering::Relaxed);
+    }
+}
+
+struct Inner<C> {
+    shared: RedisLimiter<Gcra>,
+    policy: LeasePolicy,
+    table: LeaseTable,
+    clock: C,
+    /// Where background refills run; `None` when they are off.
+    runtime: Option<tokio::runtime::Handle>,
+    counters: Counters,
+}
+
+/// What a local spend found.
+enum Served {
+    /// Taken from the lease; `held` units are left.
+    Taken { held: u64 },
+    /// Too few units: the slow path decides.
+    Short,
+}
+
+/// The give-back script: lowers the key's word by a lease's unused units if Redis still holds
+/// the word that lease wrote.
+static GIVE_BACK_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("../lua/prelude.lua"),
+        include_str!("../lua/give_back.lua")
+    ))
+});
+
+impl LeasedRedisLimiter<QuantaClock> {
+    /// A builder for a limiter that leases from `shared`'s keys.
+    ///
+    /// ```
+    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::Gcra;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let shared = RedisLimiter::builder(Gcra::per_second(1_000)?).build("redis://127.0.0.1:6379")?;
+    /// let limiter = LeasedRedisLimiter::builder(shared).build()?;
+    /// assert_eq!(limiter.max_lease_units(), 125); // burst / 8
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn builder(shared: RedisLimiter<Gcra>) -> LeasedRedisLimiterBuilder<QuantaClock> {
+        LeasedRedisLimiterBuilder::new(shared)
+    }
+}
+
+impl<C: Clock + 'static> LeasedRedisLimiter<C> {
+    /// Consumes one unit of `key`'s shared quota if it fits: from the process's lease when it
+    /// holds one.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::Gcra;
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let shared = RedisLimiter::builder(Gcra::per_second(100)?).build("redis://127.0.0.1:6379")?;
+    /// let limiter = LeasedRedisLimiter::builder(shared).build()?;
+    /// assert!(limiter.check("tenant-1").await.is_allowed());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check(&self, key: &str) -> Decision<Gcra> {
+        self.decide(key, 1, None).await
+    }
+
+    /// Consumes the request's cost of `key`'s shared quota if it fits, at the request's time
+    /// (or the limiter's clock, and Redis's). Fails, without a call to Redis, for a cost above
+    /// the quota's burst ([`RequestError::CostAboveLimit`]) or a request with a tier
+    /// ([`RequestError::ForeignTier`]).
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::{Gcra, Request, Timestamp};
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let shared = RedisLimiter::builder(Gcra::per_second(100)?).build("redis://127.0.0.1:6379")?;
+    /// let limiter = LeasedRedisLimiter::builder(shared).background_refills(false).build()?;
+    /// let now = Timestamp::from_ns(1_000_000_000)?;
+    /// assert!(limiter.check_with("tenant-1", Request::cost(5).at(now)).await?.is_allowed());
+    /// assert!(limiter.check_with("tenant-1", Request::cost(101)).await.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check_with(
+        &self,
+        key: &str,
+        request: Request<Gcra>,
+    ) -> Result<Decision<Gcra>, RequestError> {
+        if request.tier.is_some() {
+            return Err(RequestError::ForeignTier);
+        }
+        let limit = self.inner.shared.quota().limit();
+        if request.cost > limit {
+            return Err(RequestError::CostAboveLimit {
+                cost: request.cost,
+                limit,
+            });
+        }
+        Ok(self.decide(key, request.cost, request.at).await)
+    }
+
+    /// Gives every unit the process holds back to Redis, for each key whose shared word is
+    /// still the one its latest lease wrote (exact: Redis is then as if the lease had been
+    /// smaller); other keys' units lapse. Checks may go on meanwhile and after: keys simply
+    /// lease again. The units given back.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::Gcra;
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let shared = RedisLimiter::builder(Gcra::per_second(100)?).build("redis://127.0.0.1:6379")?;
+    /// let limiter = LeasedRedisLimiter::builder(shared).build()?;
+    /// limiter.check("tenant-1").await;
+    /// let returned = limiter.give_back_unused().await;
+    /// println!("{returned} units back to the fleet");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn give_back_unused(&self) -> u64 {
+        let inner = &self.inner;
+        let now_grain = word::grain(inner.clock.now());
+        let mut given_back = 0;
+        for (key, cell) in inner.table.cells() {
+            // ORDERING: Relaxed: the claim below is the synchronising access.
+            let observed = cell.word.load(Ordering::Relaxed);
+            let Some(claimed) = word::claim(observed) else {
+                continue; // a refill in flight: its key's units stay for it
+            };
+            // The claim also takes every unit: checks find none while the give-back runs.
+            let claimed = claimed & !word::MAX_UNITS;
+            // ORDERING: Acquire on success pairs with the Release of the publish that ended
+            // the key's last refill, so the token read below is that refill's.
+            if cell
+                .word
+                .compare_exchange(observed, claimed, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                continue; // a check or refill moved it: leave the key as it is
+            }
+            let held = word::spendable(observed, now_grain);
+            if held > 0 && inner.give_back(&key, &cell, held).await {
+                given_back += held;
+            }
+            // ORDERING: Release: publishes the cleared claim (and nothing held) to the next
+            // claimer, which pairs with it through its Acquire.
+            cell.word.store(word::EMPTY, Ordering::Release);
+        }
+        given_back
+    }
+
+    /// The most units any one process may admit for a key beyond the quota in an interval:
+    /// its largest lease. The fleet's bound is `processes` times that.
+    ///
+    /// ```
+    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::Gcra;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let shared = RedisLimiter::builder(Gcra::per_second(1_000)?).build("redis://127.0.0.1:6379")?;
+    /// let limiter = LeasedRedisLimiter::builder(shared).lease_units(1, 10).build()?;
+    /// assert_eq!(limiter.over_admission_bound(3), 30);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn over_admission_bound(&self, processes: u64) -> u64 {
+        processes.saturating_mul(self.max_lease_units())
+    }
+
+    /// The largest lease a refill takes.
+    pub fn max_lease_units(&self) -> u64 {
+        self.inner.policy.max_units
+    }
+
+    /// The shared limiter whose keys the leases come from.
+    pub fn shared(&self) -> &RedisLimiter<Gcra> {
+        &self.inner.shared
+    }
+
+    /// Keys the process holds a lease entry for.
+    pub fn keys(&self) -> usize {
+        self.inner.table.len()
+    }
+
+    /// How often the limiter went to Redis, and why.
+    ///
+    /// ```
+    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::Gcra;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let shared = RedisLimiter::builder(Gcra::per_second(1_000)?).build("redis://127.0.0.1:6379")?;
+    /// let limiter = LeasedRedisLimiter::builder(shared).build()?;
+    /// assert_eq!(limiter.stats().leases, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stats(&self) -> LeasedStats {
+        let counters = &self.inner.counters;
+        // ORDERING: Relaxed: statistics (see `Counters::add`).
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        LeasedStats {
+            leases: read(&counters.leases),
+            leased_units: read(&counters.leased_units),
+            direct_checks: read(&counters.direct_checks),
+            units_given_back: read(&counters.units_given_back),
+            redis: self.inner.shared.stats(),
+        }
+    }
+
+    /// The core every check funnels into.
+    async fn decide(&self, key: &str, cost: u64, at: Option<Timestamp>) -> Decision<Gcra> {
+        let inner = &self.inner;
+        let now = at.unwrap_or_else(|| inner.clock.now());
+        let now_grain = word::grain(now);
+        if cost > inner.policy.max_units || inner.policy.max_units == 1 {
+            return inner.direct(key, cost, at).await;
+        }
+        let served = inner.table.with_cell(key, |cell| {
+            let served = inner.spend(cell, now_grain, cost);
+            if let Served::Taken { held } = served {
+                inner.refill_in_background(self, key, cell, held, now, at);
+            }
+            (served, held_estimate(cell))
+        });
+        if let Some((Served::Taken { held }, shared_remaining)) = served {
+            return inner.served_locally(held, shared_remaining, cost, now);
+        }
+        inner.refill_for(key, cost, now, at).await
+    }
+}
+
+/// What the shared budget could lease at the latest refill.
+#[inline]
+fn held_estimate(cell: &LeaseCell) -> u64 {
+    // ORDERING: Relaxed: an estimate for the decision's remaining; orders nothing.
+    cell.shared_remaining.load(Ordering::Relaxed)
+}
+
+impl<C: Clock + 'static> Inner<C> {
+    pub(crate) fn new(
+        shared: RedisLimiter<Gcra>,
+        policy: LeasePolicy,
+        capacity: usize,
+        clock: C,
+        runtime: Option<tokio::runtime::Handle>,
+    ) -> Self {
+        Inner {
+            shared,
+            policy,
+            table: LeaseTable::new(capacity),
+            clock,
+            runtime,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Spends `cost` from the key's lease, if it holds that many spendable units.
+    #[inline]
+    fn spend(&self, cell: &LeaseCell, now_grain: u64, cost: u64) -> Served {
+        // ORDERING: Relaxed: a spend reads and writes only the units, which the word itself
+        // carries; the compare-and-swap orders it against every other change of the word.
+        let mut observed = cell.word.load(Ordering::Relaxed);
+        loop {
+            match word::spend(observed, now_grain, cost) {
+                Spend::Taken { word, held } => {
+                    // ORDERING: Relaxed, as the load above.
+                    match cell.word.compare_exchange_weak(
+                        observed,
+                        word,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Served::Taken { held },
+                        Err(actual) => observed = actual,
+                    }
+                }
+                Spend::Short { .. } => return Served::Short,
+            }
+        }
+    }
+
+    /// After a local admission left `held` units: with background refills on, a lease below
+    /// half its size is topped up on a task, if no refill of the key is in flight.
+    #[inline]
+    fn refill_in_background(
+        &self,
+        limiter: &LeasedRedisLimiter<C>,
+        key: &str,
+        cell: &Arc<LeaseCell>,
+        held: u64,
+        now: Timestamp,
+        at: Option<Timestamp>,
+    ) {
+        let Some(runtime) = &self.runtime else {
+            return;
+        };
+        // ORDERING: Relaxed: a size, read as a hint; the refill reads it again under its claim.
+        let lease_units = cell.lease_units.load(Ordering::Relaxed);
+        if held.saturating_mul(2) >= lease_units {
+            return;
+        }
+        self.start_background_refill(runtime, limiter, key, cell, now, at);
+    }
+
+    #[cold]
+    fn start_background_refill(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        limiter: &LeasedRedisLimiter<C>,
+        key: &str,
+        cell: &Arc<LeaseCell>,
+        now: Timestamp,
+        at: Option<Timestamp>,
+    ) {
+        let Some(previous) = claim(cell) else {
+            return;
+        };
+        let limiter = limiter.clone();
+        let cell = Arc::clone(cell);
+        let key = key.to_owned();
+        runtime.spawn(async move {
+            limiter
+                .inner
+                .refill(&key, &cell, previous, 0, now, at)
+                .await;
+        });
+    }
+
+    /// The slow path of a check: the key's entry (added if new), then its refill by this check,
+    /// or one script call when a refill is in flight or the table is full.
+    #[cold]
+    async fn refill_for(
+        &self,
+        key: &str,
+        cost: u64,
+        now: Timestamp,
+        at: Option<Timestamp>,
+    ) -> Decision<Gcra> {
+        let now_grain = word::grain(now);
+        let Some(cell) = self
+            .table
+            .cell_or_insert(key, self.policy.min_units, now_grain)
+        else {
+            return self.direct(key, cost, at).await;
+        };
+        // A refill may have landed since the fast path looked.
+        if let Served::Taken { held } = self.spend(&cell, now_grain, cost) {
+            return self.served_locally(held, held_estimate(&cell), cost, now);
+        }
+        match claim(&cell) {
+            Some(previous) => match self.refill(key, &cell, previous, cost, now, at).await {
+                Some(decision) => decision,
+                None => self.direct(key, cost, at).await,
+            },
+            None => self.direct(key, cost, at).await,
+        }
+    }
+
+    /// One refill of `key`, claimed from the word `previous`: gives back the previous lease's
+    /// lapsed units (when exact), takes the next lease (topping the key up to its lease size,
+    /// and at least `cost`), spends `cost` from it for the refilling request, and publishes the
+    /// rest. The request's decision (`None` for a background refill, which has no request).
+    async fn refill(
+        &self,
+        key: &str,
+        cell: &LeaseCell,
+        previous: u64,
+        cost: u64,
+        now: Timestamp,
+        at: Option<Timestamp>,
+    ) -> Option<Decision<Gcra>> {
+        let now_grain = word::grain(now);
+        // ORDERING: Relaxed: written only under the claim, which this refill holds (its
+        // Acquire ordered the previous refill's writes before these reads).
+        let current_units = cell.lease_units.load(Ordering::Relaxed);
+        let lease_units = self.policy.next_units(current_units, previous, now_grain);
+        let held = word::spendable(previous, now_grain);
+        let lapsed = word::units(previous) - held;
+        if lapsed > 0 {
+            self.give_back(key, cell, lapsed).await;
+        }
+        let want = lease_units.saturating_sub(held).max(cost);
+        let mut granted = 0;
+        let mut decision = None;
+        if want > 0 {
+            let taken = self.take(key, want, at).await;
+            if taken.is_allowed() && !taken.is_fallback() {
+                granted = want;
+                self.granted(cell, &taken, want);
+            } else if cost > 0 && want > cost && !taken.is_fallback() {
+                // Not the whole lease: just the request's cost, or its denial.
+                let just_cost = self.take(key, cost, at).await;
+                if just_cost.is_allowed() && !just_cost.is_fallback() {
+                    granted = cost;
+                    self.granted(cell, &just_cost, cost);
+                } else {
+                    decision = Some(just_cost);
+                }
+            } else if cost > 0 {
+                decision = Some(if taken.is_fallback() {
+                    self.shared.fallback(cost, at)
+                } else {
+                    taken
+                });
+            }
+        }
+        let spent = if granted >= cost && cost > 0 { cost } else { 0 };
+        let deadline = now_grain + self.policy.lifetime_grains;
+        // ORDERING: Relaxed: read again by the next refill, after its Acquire claim pairs
+        // with the Release publish below.
+        cell.lease_units.store(lease_units, Ordering::Relaxed);
+        // ORDERING: Relaxed load; the compare-and-swap publishes.
+        let mut observed = cell.word.load(Ordering::Relaxed);
+        let held_after = loop {
+            let published = word::publish(observed, now_grain, granted, spent, deadline);
+            // ORDERING: Release on success: the token, lease size and shared remaining written
+            // under the claim happen-before the next claim (its Acquire) reads them.
+            match cell.word.compare_exchange_weak(
+                observed,
+                published.word,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break word::units(published.word),
+                Err(actual) => observed = actual,
+            }
+        };
+        if spent > 0 {
+            return Some(self.served_locally(held_after, held_estimate(cell), cost, now));
+        }
+        decision
+    }
+
+    /// Records a lease Redis granted: its token (the word it wrote) and what remains.
+    fn granted(&self, cell: &LeaseCell, taken: &Decision<Gcra>, units: u64) {
+        // ORDERING: Relaxed: under the claim; published by the refill's Release.
+        cell.token.store(taken.state_word(), Ordering::Relaxed);
+        // ORDERING: Relaxed: an estimate (see `held_estimate`).
+        cell.shared_remaining
+            .store(taken.remaining(), Ordering::Relaxed);
+        Counters::add(&self.counters.leases, 1);
+        Counters::add(&self.counters.leased_units, units);
+    }
+
+    /// Takes `units` of `key`'s shared budget: the shared limiter's check of that cost.
+    async fn take(&self, key: &str, units: u64, at: Option<Timestamp>) -> Decision<Gcra> {
+        let mut request = Request::cost(units);
+        if let Some(at) = at {
+            request = request.at(at);
+        }
+        match self.shared.check_with(key, request).await {
+            Ok(decision) => decision,
+            // Unreachable: `units` is at most the largest lease (checked against the burst at
+            // build) or a validated cost; answered as a failure would be, never a panic.
+            Err(_) => self.shared.fallback(units, at),
+        }
+    }
+
+    /// One script call for the request, exactly as the shared limiter decides.
+    #[cold]
+    async fn direct(&self, key: &str, cost: u64, at: Option<Timestamp>) -> Decision<Gcra> {
+        Counters::add(&self.counters.direct_checks, 1);
+        self.take(key, cost, at).await
+    }
+
+    /// Gives `units` of the key's latest lease back, if Redis still holds the word it wrote.
+    /// Whether it did.
+    async fn give_back(&self, key: &str, cell: &LeaseCell, units: u64) -> bool {
+        // ORDERING: Relaxed: under the claim (see `refill`).
+        let token = cell.token.load(Ordering::Relaxed);
+        if token == 0 {
+            return false;
+        }
+        let decrement = self.shared.quota().increment_ticks(units);
+        let mut invocation = GIVE_BACK_SCRIPT.prepare_invoke();
+        invocation
+            .key(self.shared.key_name(key))
+            .arg("")
+            .arg(self.shared.epoch_unix_seconds.to_string())
+            .arg("1")
+            .arg(hex(token))
+            .arg(hex(decrement));
+        let mut connection = self.shared.connection.clone();
+        let call = invocation.invoke_async::<i64>(&mut connection);
+        let given = matches!(
+            tokio::time::timeout(self.shared.timeout, call).await,
+            Ok(Ok(1))
+        );
+        if given {
+            Counters::add(&self.counters.units_given_back, units);
+        }
+        given
+    }
+
+    /// The decision of an admission served from the process's lease, `held` units left: as
+    /// GCRA reports a state with `held + shared_remaining` units left (at most the burst).
+    #[inline]
+    fn served_locally(
+        &self,
+        held: u64,
+        shared_remaining: u64,
+        cost: u64,
+        now: Timestamp,
+    ) -> Decision<Gcra> {
+        let quota = self.shared.quota();
+        let instant = quota.instant(now);
+        let remaining = held.saturating_add(shared_remaining).min(quota.limit());
+        let full = instant
+            .ticks()
+            .saturating_add(quota.scale_in_ticks().tolerance_ticks);
+        let state = full.saturating_sub(quota.increment_ticks(remaining));
+        Decision::new(true, cost, state, instant, *quota)
+    }
+}
+
+/// Claims `cell` for a refill: the word it held before, or `None` when a refill is in flight
+/// (or a check moved the word meanwhile: the caller then goes on without one).
+#[inline]
+fn claim(cell: &LeaseCell) -> Option<u64> {
+    // ORDERING: Relaxed: the compare-and-swap below is the synchronising access.
+    let observed = cell.word.load(Ordering::Relaxed);
+    let claimed = word::claim(observed)?;
+    // ORDERING: Acquire on success pairs with the Release of the publish that ended the key's
+    // last refill: its token and lease size are visible to this one.
+    cell.word
+        .compare_exchange(observed, claimed, Ordering::Acquire, Ordering::Relaxed)
+        .ok()
+        .map(|_| observed)
+}
