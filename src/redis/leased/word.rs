@@ -8,7 +8,7 @@
 //! | 63 ([`REFILLING`]) | refilling | a refill of this key is in flight (one at a time) |
 //!
 //! A grain is 2^[`GRAIN_SHIFT`] ns (65.5 µs) of the limiter's readings; 43 bits of grains cover
-//! the whole [`Timestamp`] range (2^59 ns). Deadlines round down, so units lapse early rather
+//! the [`Timestamp`] range (2^59 ns) but its last grain, where deadlines saturate (lapse early). Deadlines round down, so units lapse early rather
 //! than late: never later than the lease lifetime after the reading the refill started from.
 
 use crate::clock::Timestamp;
@@ -163,8 +163,12 @@ mod tests {
         assert_eq!(units(word), MAX_UNITS);
         assert_eq!(deadline(word), (1 << DEADLINE_BITS) - 1);
         assert!(is_refilling(word));
-        // The last reading's grain fits the deadline field.
-        assert!(grain(Timestamp::HORIZON) < 1 << DEADLINE_BITS);
+        // Deadlines past the field saturate: a lease taken in the horizon's last grains lapses
+        // early (at the field's last grain), never late.
+        assert_eq!(grain(Timestamp::HORIZON), 1 << DEADLINE_BITS);
+        let last = publish(REFILLING, 0, 1, 0, grain(Timestamp::HORIZON) + 10).word;
+        assert_eq!(deadline(last), (1 << DEADLINE_BITS) - 1);
+        assert_eq!(spendable(last, grain(Timestamp::HORIZON)), 0);
     }
 
     #[test]
