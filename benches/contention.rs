@@ -211,6 +211,9 @@ mod keys;
 mod measure;
 #[path = "contention/quotas.rs"]
 mod quotas;
+#[cfg(feature = "redis")]
+#[path = "contention/redis.rs"]
+mod redis;
 #[path = "contention/report.rs"]
 mod report;
 #[path = "contention/subjects.rs"]
@@ -271,6 +274,14 @@ const HTTP_LAYER_BUILT: bool = cfg!(all(feature = "http", feature = "axum"));
 /// What to build for http-layer.
 const HTTP_LAYER_BUILD_HINT: &str =
     "http-layer needs the features http and axum: cargo bench --all-features --bench contention";
+/// The keys the Redis scenarios walk.
+const REDIS_SCENARIO_KEYS: usize = 10_000;
+/// The Redis scenarios' thread counts unless `--threads` says otherwise.
+const REDIS_THREADS: [usize; 3] = [1, 2, 4];
+/// Whether this build has the Redis scenarios (the feature `redis`).
+const REDIS_BUILT: bool = cfg!(feature = "redis");
+/// What the Redis scenarios need.
+const REDIS_HINT: &str = "the redis-* scenarios need the feature redis and a server: cargo bench --all-features --bench contention -- --redis redis://127.0.0.1:6379";
 /// nanolimit's table capacity in keyed-flood and keyed-hot-under-flood.
 const FLOOD_TABLE_CAPACITY: usize = 100_000;
 /// Zipf draws each thread replays (a power of two)...
@@ -295,10 +306,13 @@ enum Scenario {
     HttpLayer,
     Inflight,
     Composite2,
+    RedisScript,
+    RedisNaive,
+    RedisLeased,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 14] = [
+    const ALL: [Scenario; 17] = [
         Scenario::DirectAllow,
         Scenario::DirectReserve,
         Scenario::DirectDeny,
@@ -313,6 +327,9 @@ impl Scenario {
         Scenario::HttpLayer,
         Scenario::Inflight,
         Scenario::Composite2,
+        Scenario::RedisScript,
+        Scenario::RedisNaive,
+        Scenario::RedisLeased,
     ];
 
     fn name(self) -> &'static str {
@@ -331,6 +348,9 @@ impl Scenario {
             Scenario::PacketLoop => "packet-loop",
             Scenario::Inflight => "inflight",
             Scenario::Composite2 => "composite-2",
+            Scenario::RedisScript => "redis-script",
+            Scenario::RedisNaive => "redis-naive",
+            Scenario::RedisLeased => "redis-leased",
         }
     }
 
@@ -407,7 +427,30 @@ impl Scenario {
                 composite::GLOBAL_QUOTA.count,
                 composite::GLOBAL_QUOTA.burst,
             ),
+            Scenario::RedisScript => Self::redis_description(
+                "one RedisLimiter<Gcra>::check per call: one EVALSHA of the GCRA script on the server's time",
+            ),
+            Scenario::RedisNaive => Self::redis_description(
+                "INCR of the key's counter and EXPIRE key 1 NX in one pipeline per call (the seed's fixed window of 1 s)",
+            ),
+            Scenario::RedisLeased => Self::redis_description(
+                "LeasedRedisLimiter::check per call (default leases: 1 to 1,024 units, 100 ms, background refills)",
+            ),
         }
+    }
+
+    fn redis_description(what: &str) -> String {
+        format!(
+            "{what}; threads walk {} keys from their own offsets; per-key quota 1e6/s, burst 1e5 (every call passes)",
+            REDIS_SCENARIO_KEYS
+        )
+    }
+
+    fn is_redis(self) -> bool {
+        matches!(
+            self,
+            Scenario::RedisScript | Scenario::RedisNaive | Scenario::RedisLeased
+        )
     }
 
     fn from_name(name: &str) -> Option<Scenario> {
@@ -473,6 +516,9 @@ impl Scenario {
             Scenario::HttpLayer => Some(&HTTP_LAYER_THREADS),
             Scenario::Inflight => Some(&INFLIGHT_THREADS),
             Scenario::Composite2 => Some(&COMPOSITE_THREADS),
+            Scenario::RedisScript | Scenario::RedisNaive | Scenario::RedisLeased => {
+                Some(&REDIS_THREADS)
+            }
             _ => None,
         }
     }
@@ -488,7 +534,11 @@ impl Scenario {
 
     /// Whether this build can run the scenario.
     fn is_built(self) -> bool {
-        self != Scenario::HttpLayer || HTTP_LAYER_BUILT
+        match self {
+            Scenario::HttpLayer => HTTP_LAYER_BUILT,
+            _ if self.is_redis() => REDIS_BUILT,
+            _ => true,
+        }
     }
 }
 
@@ -500,6 +550,7 @@ enum LimiterKind {
     MutexHashMap,
     TowerGovernor,
     TokioSemaphore,
+    IncrExpire,
     Floor,
 }
 
@@ -512,6 +563,7 @@ impl LimiterKind {
             LimiterKind::MutexHashMap => "mutex-hashmap",
             LimiterKind::TowerGovernor => "tower_governor",
             LimiterKind::TokioSemaphore => "tokio-semaphore",
+            LimiterKind::IncrExpire => "incr-expire",
             LimiterKind::Floor => "floor",
         }
     }
@@ -546,6 +598,14 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
             (LimiterKind::TokioSemaphore, AlgorithmKind::Semaphore),
             (LimiterKind::Floor, AlgorithmKind::FetchAddPair),
         ];
+    }
+    match scenario {
+        Scenario::RedisScript => return vec![(LimiterKind::Nanolimit, AlgorithmKind::Gcra)],
+        Scenario::RedisNaive => return vec![(LimiterKind::IncrExpire, AlgorithmKind::FixedWindow)],
+        Scenario::RedisLeased => {
+            return vec![(LimiterKind::Nanolimit, AlgorithmKind::GcraLeased)];
+        }
+        _ => {}
     }
     if scenario == Scenario::Composite2 {
         // The composite, the per-key limiter alone (one check), and the work the composite
@@ -611,12 +671,15 @@ struct Config {
     zipf_draws_per_thread: usize,
     csv: Option<PathBuf>,
     smoke_test: bool,
+    /// The server of the Redis scenarios (`--redis URL`).
+    redis_url: Option<String>,
 }
 
 const USAGE: &str = "usage: cargo bench --bench contention -- [--quick] [--scenario NAME]... \
-[--threads 1,2,4] [--duration SECS] [--csv PATH]
+[--threads 1,2,4] [--duration SECS] [--csv PATH] [--redis URL]
 scenarios: direct-allow direct-reserve direct-deny direct-allow-counted keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
-keyed-flood keyed-hot-under-flood packet-loop http-layer inflight composite-2 (http-layer: build with --all-features)";
+keyed-flood keyed-hot-under-flood packet-loop http-layer inflight composite-2 redis-script redis-naive redis-leased (http-layer: build with --all-features; \
+redis-*: --all-features and --redis URL)";
 
 fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String> {
     let mut scenarios = Vec::new();
@@ -625,6 +688,7 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
     let mut quick = false;
     let mut csv = None;
     let mut bench_flag = false;
+    let mut redis_url = None;
     let mut arguments = arguments.peekable();
     while let Some(argument) = arguments.next() {
         let mut value = |flag: &str| {
@@ -640,8 +704,13 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
                 let scenario = Scenario::from_name(&name)
                     .ok_or_else(|| format!("unknown scenario {name:?}"))?;
                 if !scenario.is_built() {
+                    let hint = if scenario.is_redis() {
+                        REDIS_HINT
+                    } else {
+                        HTTP_LAYER_BUILD_HINT
+                    };
                     return Err(format!(
-                        "this build has no scenario {name}: {HTTP_LAYER_BUILD_HINT} -- --scenario {name}"
+                        "this build has no scenario {name}: {hint} -- --scenario {name}"
                     ));
                 }
                 if !scenarios.contains(&scenario) {
@@ -669,14 +738,30 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
                 }
             }
             "--csv" => csv = Some(PathBuf::from(value("--csv")?)),
+            "--redis" => {
+                if !REDIS_BUILT {
+                    return Err(REDIS_HINT.to_string());
+                }
+                redis_url = Some(value("--redis")?);
+            }
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if redis_url.is_none() {
+        if let Some(scenario) = scenarios.iter().find(|scenario| scenario.is_redis()) {
+            return Err(format!(
+                "scenario {} needs --redis URL: {REDIS_HINT}",
+                scenario.name()
+            ));
         }
     }
     let mut skipped = Vec::new();
     if scenarios.is_empty() {
         (scenarios, skipped) = Scenario::ALL
             .into_iter()
+            // The Redis scenarios run only against a server named with --redis.
+            .filter(|scenario| !scenario.is_redis() || redis_url.is_some())
             .partition(|scenario| scenario.is_built());
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -717,6 +802,7 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
         zipf_draws_per_thread,
         csv,
         smoke_test,
+        redis_url,
     })
 }
 
@@ -724,6 +810,8 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
 struct Context {
     timing: Timing,
     zipf_draws: Option<Arc<Vec<Vec<u32>>>>,
+    /// The server of the Redis scenarios.
+    redis_url: Option<String>,
 }
 
 /// A measurement and what the accounting needs from it.
@@ -837,7 +925,10 @@ fn run_keyed<S: KeyedSubject>(job: Job, context: &Context) -> MeasuredRun {
         | Scenario::DirectAllowCounted
         | Scenario::HttpLayer
         | Scenario::Inflight
-        | Scenario::Composite2 => {
+        | Scenario::Composite2
+        | Scenario::RedisScript
+        | Scenario::RedisNaive
+        | Scenario::RedisLeased => {
             unreachable!("not a keyed scenario of KeyedSubjects")
         }
     };
@@ -882,6 +973,9 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
     }
     if scenario == Scenario::Composite2 {
         return composite::run(job, context);
+    }
+    if scenario.is_redis() {
+        return run_redis(job, context);
     }
     let quota = scenario.quota(job.algorithm);
     if scenario == Scenario::DirectAllowCounted {
@@ -975,6 +1069,20 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
     }
 }
 
+#[cfg(feature = "redis")]
+fn run_redis(job: Job, context: &Context) -> MeasuredRun {
+    let url = context
+        .redis_url
+        .as_deref()
+        .expect("the Redis scenarios are planned only with --redis");
+    redis::run(job, context, url)
+}
+
+#[cfg(not(feature = "redis"))]
+fn run_redis(_job: Job, _context: &Context) -> MeasuredRun {
+    unreachable!("the Redis scenarios are planned only where they are built ({REDIS_HINT})")
+}
+
 #[cfg(all(feature = "http", feature = "axum"))]
 fn run_http_layer(job: Job, context: &Context) -> MeasuredRun {
     http_layer::run(job, context)
@@ -1006,6 +1114,9 @@ fn key_pattern(scenario: Scenario, context: &Context) -> KeyPattern {
         Scenario::HttpLayer => KeyPattern::HttpClients,
         Scenario::Inflight => unreachable!("inflight has no keys"),
         Scenario::Composite2 => unreachable!("composite-2 reports its keys itself"),
+        Scenario::RedisScript | Scenario::RedisNaive | Scenario::RedisLeased => {
+            unreachable!("the Redis scenarios report their keys themselves")
+        }
     }
 }
 
@@ -1049,6 +1160,11 @@ fn make_row(job: Job, run: MeasuredRun, context: &Context) -> Row {
     if scenario == Scenario::Composite2 {
         // Each thread's own keys; quotas never reached: no accuracy.
         row.keys = composite::KEYS_PER_THREAD * job.threads as u64;
+        return row;
+    }
+    if scenario.is_redis() {
+        // The keys walked; quotas never reached: no accuracy.
+        row.keys = REDIS_SCENARIO_KEYS as u64;
         return row;
     }
     let pattern = key_pattern(scenario, context);
@@ -1248,6 +1364,7 @@ fn main() -> ExitCode {
     let mut context = Context {
         timing: config.timing,
         zipf_draws: None,
+        redis_url: config.redis_url.clone(),
     };
     let mut progress = Progress {
         total: jobs.len(),

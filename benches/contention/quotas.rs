@@ -13,6 +13,8 @@ pub enum AlgorithmKind {
     GcraStriped,
     /// nanolimit's GCRA limiter built with counters (`Limiter::with_counters`).
     GcraCounted,
+    /// nanolimit's `LeasedRedisLimiter`: a Redis GCRA budget spent from local leases.
+    GcraLeased,
     /// nanolimit's sliding-window counter.
     SlidingWindow,
     /// nanolimit's fixed-window counter.
@@ -55,6 +57,7 @@ impl AlgorithmKind {
             AlgorithmKind::Gcra => "gcra",
             AlgorithmKind::GcraStriped => "gcra-striped",
             AlgorithmKind::GcraCounted => "gcra-counted",
+            AlgorithmKind::GcraLeased => "gcra-leased",
             AlgorithmKind::SlidingWindow => "sliding-window",
             AlgorithmKind::FixedWindow => "fixed-window",
             AlgorithmKind::SlidingLog => "sliding-log",

@@ -129,6 +129,8 @@ pub fn floor_components(scenario: &str) -> &'static [(&'static str, f64)] {
             &[("clock-read", 1.0), ("random-line-cas", 1.0)]
         }
         "composite-2" => &[("two-cas", 1.0)],
+        // A round trip to a server: no hardware floor says anything about it.
+        "redis-script" | "redis-naive" | "redis-leased" => &[],
         _ => &[("clock-read", 1.0), ("ahash-cas", 1.0)],
     }
 }
@@ -150,6 +152,9 @@ fn floor_label(scenario: &str) -> String {
 /// The scenario's floor at `threads`, in (per-thread ns, aggregate ns), from its floor rows
 /// (the hardware floors, or the scenario's own).
 pub fn floor_at(rows: &[Row], scenario: &str, threads: usize) -> Option<(f64, f64)> {
+    if floor_components(scenario).is_empty() {
+        return None;
+    }
     let mut per_thread = 0.0;
     let mut aggregate = 0.0;
     for (algorithm, weight) in floor_components(scenario) {
@@ -328,6 +333,9 @@ pub fn print_table(
         if *scenario == "composite-2" {
             print_composite_versus_one_check(out, &scenario_rows)?;
         }
+        if *scenario == "redis-script" || *scenario == "redis-leased" {
+            print_redis_ratios(out, rows, scenario)?;
+        }
         let reports: Vec<&&Row> = scenario_rows
             .iter()
             .filter(|row| row.state_report.is_some())
@@ -468,6 +476,58 @@ fn print_composite_versus_one_check(
             if threads == 1 { "" } else { "s" },
             composite / one,
         )?;
+    }
+    Ok(())
+}
+
+/// Under redis-script: its aggregate ns per call over redis-naive's (the target: at
+/// most 1.2); under redis-leased: its throughput over redis-script's (target: at least 100);
+/// at each thread count both rows of this run have.
+fn print_redis_ratios(
+    out: &mut impl std::io::Write,
+    rows: &[Row],
+    scenario: &str,
+) -> std::io::Result<()> {
+    let find = |scenario: &str, threads: usize| {
+        rows.iter()
+            .find(|row| row.scenario == scenario && row.threads == threads)
+            .map(Row::aggregate_ns_per_op)
+    };
+    let mut thread_counts: Vec<usize> = rows
+        .iter()
+        .filter(|row| row.scenario == scenario)
+        .map(|row| row.threads)
+        .collect();
+    thread_counts.sort_unstable();
+    thread_counts.dedup();
+    for threads in thread_counts {
+        let plural = if threads == 1 { "" } else { "s" };
+        match scenario {
+            "redis-script" => {
+                let (Some(script), Some(naive)) =
+                    (find("redis-script", threads), find("redis-naive", threads))
+                else {
+                    continue;
+                };
+                writeln!(
+                    out,
+                    "   at {threads} thread{plural}: script {script:.0} ns, INCR+EXPIRE {naive:.0} ns per call (aggregate); script / naive = {:.2} (target <= 1.2)",
+                    script / naive,
+                )?;
+            }
+            _ => {
+                let (Some(leased), Some(script)) =
+                    (find("redis-leased", threads), find("redis-script", threads))
+                else {
+                    continue;
+                };
+                writeln!(
+                    out,
+                    "   at {threads} thread{plural}: leased {leased:.1} ns, script {script:.0} ns per call (aggregate); leased throughput / script throughput = {:.0}x (target >= 100)",
+                    script / leased,
+                )?;
+            }
+        }
     }
     Ok(())
 }
