@@ -120,6 +120,19 @@ impl RedisSlidingLogLimiter {
     }
 
     /// The quota applied to every key.
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_day(10)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert_eq!((log.quota().limit(), log.quota().max_cost()), (10, 10));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn quota(&self) -> &SlidingLog {
         &self.quota
     }
@@ -137,11 +150,38 @@ impl RedisSlidingLogLimiter {
     }
 
     /// The calls that fell back to the failure policy so far.
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert_eq!(log.stats().fallbacks(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stats(&self) -> RedisStats {
         self.store.stats()
     }
 
     /// Records one unit in `key`'s log if it fits, judged at the server's time.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// let decision = log.check("alice").await;
+    /// println!("{} of 3 left this hour", decision.remaining());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn check(&self, key: &str) -> SlidingLogDecision<'static> {
         self.decide(key, 1, None, true).await
     }
@@ -185,12 +225,41 @@ impl RedisSlidingLogLimiter {
 
     /// Whether one unit would fit in `key`'s log now, recording nothing (the script writes
     /// nothing).
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// let peeked = log.peek("new-account").await;
+    /// assert!(peeked.is_allowed());
+    /// assert_eq!(peeked.remaining(), 3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn peek(&self, key: &str) -> SlidingLogDecision<'static> {
         self.decide(key, 1, None, false).await
     }
 
     /// Whether the request would fit, recording nothing; fails as
     /// [`check_with`](Self::check_with) does.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    /// use nanolimit::Request;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert!(log.peek_with("new-account", Request::cost(3)).await?.is_allowed());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn peek_with(
         &self,
         key: &str,
@@ -203,6 +272,24 @@ impl RedisSlidingLogLimiter {
     /// Checks of several keys in one pipeline round trip, each judged as
     /// [`check_with`](Self::check_with) would, in order (see
     /// [`RedisLimiter::check_many`](super::RedisLimiter::check_many)).
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    /// use nanolimit::Request;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// let decisions = log
+    ///     .check_many(&[("a", Request::cost(1)), ("b", Request::cost(3)), ("c", Request::cost(4))])
+    ///     .await;
+    /// assert!(decisions[1].as_ref().unwrap().is_allowed());
+    /// assert!(decisions[2].is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn check_many(
         &self,
         requests: &[(&str, Request<SlidingLog>)],
