@@ -3,7 +3,10 @@
 use super::limiter::RedisLimiter;
 use super::policy::FailurePolicy;
 use super::quota::RedisQuota;
+use super::sliding_log::{RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT};
 use super::stats::Counters;
+use super::store::Store;
+use crate::sliding_log::SlidingLog;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use core::fmt;
 use std::time::Duration;
@@ -19,7 +22,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5);
 /// The largest epoch a builder accepts (the year 36812): the scripts read it as a Lua number.
 const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
 
-/// Configures a [`RedisLimiter`]; made by [`RedisLimiter::builder`].
+/// Configures a [`RedisLimiter`] or a [`RedisSlidingLogLimiter`]; made by
+/// [`RedisLimiter::builder`] or [`RedisSlidingLogLimiter::builder`].
 ///
 /// | setting | default | set with |
 /// |---|---|---|
@@ -57,7 +61,7 @@ pub struct RedisLimiterBuilder<Q> {
     epoch_unix_seconds: u64,
 }
 
-impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
+impl<Q> RedisLimiterBuilder<Q> {
     pub(crate) fn new(quota: Q) -> Self {
         RedisLimiterBuilder {
             quota,
@@ -99,11 +103,8 @@ impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
         self
     }
 
-    /// A limiter on the server at `url` (`redis://host:port/db`), through a
-    /// [`ConnectionManager`] that connects on the first call and reconnects after failures.
-    /// Must be called within a tokio runtime. Fails only on a malformed URL or configuration.
-    pub fn build(self, url: &str) -> Result<RedisLimiter<Q>, RedisConfigError> {
-        self.check()?;
+    /// The connection to `url`: lazy, reconnecting (see [`build`](Self::build)).
+    fn connect(&self, url: &str) -> Result<ConnectionManager, RedisConfigError> {
         let client = ::redis::Client::open(url).map_err(RedisConfigError::Connection)?;
         // Reconnection: quick first retries, then at most one attempt a second; the limiter's
         // own timeout bounds every call whatever the manager is doing.
@@ -111,18 +112,8 @@ impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_secs(1))
             .set_connection_timeout(Some(self.timeout.max(Duration::from_millis(100))));
-        let connection = ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(RedisConfigError::Connection)?;
-        Ok(self.limiter(connection))
-    }
-
-    /// A limiter on a connection the caller made (to share one among several limiters).
-    pub fn build_on(
-        self,
-        connection: ConnectionManager,
-    ) -> Result<RedisLimiter<Q>, RedisConfigError> {
-        self.check()?;
-        Ok(self.limiter(connection))
+        ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(RedisConfigError::Connection)
     }
 
     fn check(&self) -> Result<(), RedisConfigError> {
@@ -137,20 +128,83 @@ impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
         Ok(())
     }
 
-    fn limiter(self, connection: ConnectionManager) -> RedisLimiter<Q> {
-        RedisLimiter {
-            quota: self.quota,
+    /// The quota, and the store its limiter calls through, for keys named
+    /// `{prefix}:{algorithm}:{{key}}`.
+    fn store(self, connection: ConnectionManager, algorithm: &str) -> (Q, Store) {
+        let store = Store {
             connection,
-            key_prefix: format!("{}:{}:", self.prefix, Q::ALGORITHM),
+            key_prefix: format!("{}:{algorithm}:", self.prefix),
             timeout: self.timeout,
             policy: self.policy,
             epoch_unix_seconds: self.epoch_unix_seconds,
             counters: Counters::default(),
-        }
+        };
+        (self.quota, store)
     }
 }
 
-/// Why a [`RedisLimiter`] could not be built.
+impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
+    /// A limiter on the server at `url` (`redis://host:port/db`), through a
+    /// [`ConnectionManager`] that connects on the first call and reconnects after failures.
+    /// Must be called within a tokio runtime. Fails only on a malformed URL or configuration.
+    pub fn build(self, url: &str) -> Result<RedisLimiter<Q>, RedisConfigError> {
+        self.check()?;
+        let connection = self.connect(url)?;
+        Ok(self.limiter(connection))
+    }
+
+    /// A limiter on a connection the caller made (to share one among several limiters).
+    pub fn build_on(
+        self,
+        connection: ConnectionManager,
+    ) -> Result<RedisLimiter<Q>, RedisConfigError> {
+        self.check()?;
+        Ok(self.limiter(connection))
+    }
+
+    fn limiter(self, connection: ConnectionManager) -> RedisLimiter<Q> {
+        let (quota, store) = self.store(connection, Q::ALGORITHM);
+        RedisLimiter { quota, store }
+    }
+}
+
+impl RedisLimiterBuilder<SlidingLog> {
+    /// A sliding log on the server at `url`, connected as [`RedisLimiter`]s are (see the
+    /// other [`build`](RedisLimiterBuilder::build)). Fails also for a limit above
+    /// [`MAX_SLIDING_LOG_LIMIT`] ([`RedisConfigError::LimitTooLarge`]).
+    pub fn build(self, url: &str) -> Result<RedisSlidingLogLimiter, RedisConfigError> {
+        self.check_log()?;
+        let connection = self.connect(url)?;
+        Ok(self.log(connection))
+    }
+
+    /// A sliding log on a connection the caller made; fails as [`build`](Self::build) does.
+    pub fn build_on(
+        self,
+        connection: ConnectionManager,
+    ) -> Result<RedisSlidingLogLimiter, RedisConfigError> {
+        self.check_log()?;
+        Ok(self.log(connection))
+    }
+
+    fn check_log(&self) -> Result<(), RedisConfigError> {
+        self.check()?;
+        if self.quota.limit() > MAX_SLIDING_LOG_LIMIT {
+            return Err(RedisConfigError::LimitTooLarge {
+                limit: self.quota.limit(),
+                max: MAX_SLIDING_LOG_LIMIT,
+            });
+        }
+        Ok(())
+    }
+
+    fn log(self, connection: ConnectionManager) -> RedisSlidingLogLimiter {
+        let (quota, store) = self.store(connection, RedisSlidingLogLimiter::ALGORITHM);
+        RedisSlidingLogLimiter { quota, store }
+    }
+}
+
+/// Why a [`RedisLimiter`] or a [`RedisSlidingLogLimiter`] could not be built.
 ///
 /// ```
 /// use nanolimit::redis::{RedisConfigError, RedisLimiter};
@@ -175,6 +229,14 @@ pub enum RedisConfigError {
     },
     /// The URL or the connection's configuration was refused by the `redis` crate.
     Connection(::redis::RedisError),
+    /// A sliding log's limit above [`MAX_SLIDING_LOG_LIMIT`]: Redis would hold that many
+    /// members per key.
+    LimitTooLarge {
+        /// The quota's limit.
+        limit: u64,
+        /// The largest a Redis sliding log accepts.
+        max: u64,
+    },
 }
 
 impl fmt::Display for RedisConfigError {
@@ -188,6 +250,11 @@ impl fmt::Display for RedisConfigError {
                 "epoch of {epoch_unix_seconds} Unix seconds is too late (not seconds?)"
             ),
             RedisConfigError::Connection(error) => write!(f, "Redis connection: {error}"),
+            RedisConfigError::LimitTooLarge { limit, max } => write!(
+                f,
+                "a Redis sliding log of {limit} units per window is above the most, {max}: \
+                 Redis would keep one member per unit"
+            ),
         }
     }
 }

@@ -3,15 +3,15 @@
 
 use super::builder::RedisLimiterBuilder;
 use super::policy::FailurePolicy;
-use super::quota::{hex, RedisQuota};
-use super::stats::{Counters, RedisStats};
+use super::quota::RedisQuota;
+use super::stats::RedisStats;
+use super::store::{Call, Store};
 use crate::clock::Timestamp;
 use crate::decision::Decision;
 use crate::error::RequestError;
 use crate::quota::Step;
 use crate::request::Request;
-use ::redis::aio::ConnectionManager;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// A keyed limit shared by every server that uses the same Redis (a fleet): per API key, per
 /// tenant. Each check is one atomic script call that applies the quota's own step
@@ -56,27 +56,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// # Ok(())
 /// # }
 /// ```
+#[derive(Debug)]
 pub struct RedisLimiter<Q: RedisQuota> {
     pub(crate) quota: Q,
-    pub(crate) connection: ConnectionManager,
-    /// `{prefix}:{algorithm}:`.
-    pub(crate) key_prefix: String,
-    pub(crate) timeout: Duration,
-    pub(crate) policy: FailurePolicy,
-    pub(crate) epoch_unix_seconds: u64,
-    pub(crate) counters: Counters,
-}
-
-impl<Q: RedisQuota> core::fmt::Debug for RedisLimiter<Q> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("RedisLimiter")
-            .field("quota", &self.quota)
-            .field("key_prefix", &self.key_prefix)
-            .field("timeout", &self.timeout)
-            .field("policy", &self.policy)
-            .field("epoch_unix_seconds", &self.epoch_unix_seconds)
-            .finish_non_exhaustive()
-    }
+    pub(crate) store: Store,
 }
 
 /// What a script replies: admitted or not, the word decided on, the time judged at.
@@ -122,7 +105,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// # }
     /// ```
     pub fn key_name(&self, key: &str) -> String {
-        format!("{}{{{key}}}", self.key_prefix)
+        self.store.key_name(key)
     }
 
     /// A wall-clock time as a [`Timestamp`] of this limiter (nanoseconds since its epoch), for
@@ -144,10 +127,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// # }
     /// ```
     pub fn timestamp_of(&self, time: SystemTime) -> Option<Timestamp> {
-        let since_epoch = time
-            .duration_since(UNIX_EPOCH + Duration::from_secs(self.epoch_unix_seconds))
-            .ok()?;
-        Timestamp::from_ns(u64::try_from(since_epoch.as_nanos()).ok()?).ok()
+        self.store.timestamp_of(time)
     }
 
     /// The calls that fell back to the failure policy so far.
@@ -164,7 +144,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// # }
     /// ```
     pub fn stats(&self) -> RedisStats {
-        self.counters.read()
+        self.store.stats()
     }
 
     /// Consumes one unit of `key`'s quota if it fits, judged at the server's time.
@@ -283,51 +263,19 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     ) -> Decision<Q> {
         let apply = apply && cost > 0;
         let call = self.call(key, cost, at, apply);
-        match tokio::time::timeout(self.timeout, call).await {
-            Ok(Ok(reply)) => match self.decision(reply, cost) {
-                Some(decision) => decision,
-                None => {
-                    self.counters.count_error();
-                    self.fallback(cost, at)
-                }
-            },
-            Ok(Err(_)) => {
-                self.counters.count_error();
-                self.fallback(cost, at)
-            }
-            Err(_) => {
-                self.counters.count_timeout();
-                self.fallback(cost, at)
-            }
+        let read = |reply| self.decision(reply, cost);
+        match self.store.call(Q::script(), call, read).await {
+            Some(decision) => decision,
+            None => self.fallback(cost, at),
         }
     }
 
-    /// The script's arguments after its key: the common three (see `lua/prelude.lua`), then
-    /// the quota's.
-    fn arguments(&self, cost: u64, at: Option<Timestamp>, apply: bool) -> Vec<String> {
-        let mut arguments = vec![
-            at.map_or_else(String::new, |at| hex(at.as_ns())),
-            self.epoch_unix_seconds.to_string(),
-            if apply { "1" } else { "0" }.to_owned(),
-        ];
+    /// The script call for a request: the key, the common arguments (see `lua/prelude.lua`),
+    /// then the quota's.
+    fn call(&self, key: &str, cost: u64, at: Option<Timestamp>, apply: bool) -> Call {
+        let mut arguments = self.store.common_arguments(at, apply);
         self.quota.push_arguments(cost, &mut arguments);
-        arguments
-    }
-
-    async fn call(
-        &self,
-        key: &str,
-        cost: u64,
-        at: Option<Timestamp>,
-        apply: bool,
-    ) -> ::redis::RedisResult<Reply> {
-        let mut invocation = Q::script().prepare_invoke();
-        invocation.key(self.key_name(key));
-        for argument in self.arguments(cost, at, apply) {
-            invocation.arg(argument);
-        }
-        let mut connection = self.connection.clone();
-        invocation.invoke_async(&mut connection).await
+        (self.key_name(key), arguments)
     }
 
     /// Checks of several keys in one pipeline: one round trip for all (and, the first time a
@@ -361,93 +309,30 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
             .map(|(_, request)| self.validate(request))
             .collect();
         let judged: Vec<usize> = (0..requests.len()).filter(|&i| costs[i].is_ok()).collect();
-        let replies =
-            match tokio::time::timeout(self.timeout, self.call_many(requests, &judged)).await {
-                Ok(Ok(replies)) => Some(replies),
-                Ok(Err(_)) => None,
-                Err(_) => {
-                    judged.iter().for_each(|_| self.counters.count_timeout());
-                    return self.decide_many(requests, costs, &mut std::iter::empty());
-                }
-            };
-        let mut replies = replies.map(Vec::into_iter);
-        let mut replies = std::iter::from_fn(|| match &mut replies {
-            Some(replies) => replies.next(),
-            None => Some(None),
-        });
-        self.decide_many(requests, costs, &mut replies)
-    }
-
-    /// Each request's decision: its error, the decision its reply describes (`replies` yields
-    /// one per judged request, in order, `None` for a command that failed), or the failure
-    /// policy's (counted) when there is none.
-    fn decide_many(
-        &self,
-        requests: &[(&str, Request<Q>)],
-        costs: Vec<Result<u64, RequestError>>,
-        replies: &mut dyn Iterator<Item = Option<Reply>>,
-    ) -> Vec<Result<Decision<Q>, RequestError>> {
+        let calls: Vec<Call> = judged
+            .iter()
+            .map(|&i| {
+                let (key, request) = &requests[i];
+                self.call(key, request.cost, request.at, request.cost > 0)
+            })
+            .collect();
+        let read = |index: usize, reply| self.decision(reply, requests[judged[index]].1.cost);
+        let mut decisions = self
+            .store
+            .call_many(Q::script(), &calls, read)
+            .await
+            .into_iter();
         requests
             .iter()
             .zip(costs)
             .map(|((_, request), cost)| {
                 let cost = cost?;
-                match replies.next() {
-                    Some(Some(reply)) => match self.decision(reply, cost) {
-                        Some(decision) => return Ok(decision),
-                        None => self.counters.count_error(),
-                    },
-                    Some(None) => self.counters.count_error(),
-                    // A pipeline that timed out: counted by the caller.
-                    None => {}
-                }
-                Ok(self.fallback(cost, request.at))
+                Ok(match decisions.next().flatten() {
+                    Some(decision) => decision,
+                    None => self.fallback(cost, request.at),
+                })
             })
             .collect()
-    }
-
-    /// The pipeline of `check_many`: one `EVALSHA` per judged request; those the server refuses
-    /// for want of the script are repeated once it is loaded.
-    async fn call_many(
-        &self,
-        requests: &[(&str, Request<Q>)],
-        judged: &[usize],
-    ) -> ::redis::RedisResult<Vec<Option<Reply>>> {
-        let mut connection = self.connection.clone();
-        let pipeline = |indices: &[usize]| {
-            let mut pipeline = ::redis::pipe();
-            for &index in indices {
-                let (key, request) = &requests[index];
-                let apply = request.cost > 0;
-                pipeline
-                    .cmd("EVALSHA")
-                    .arg(Q::script().get_hash())
-                    .arg(1)
-                    .arg(self.key_name(key))
-                    .arg(self.arguments(request.cost, request.at, apply));
-            }
-            pipeline.ignore_errors();
-            pipeline
-        };
-        let mut replies: Vec<::redis::RedisResult<Reply>> =
-            pipeline(judged).query_async(&mut connection).await?;
-        let no_script = |reply: &::redis::RedisResult<Reply>| {
-            matches!(reply, Err(error) if error.kind()
-                == ::redis::ErrorKind::Server(::redis::ServerErrorKind::NoScript))
-        };
-        let refused: Vec<usize> = (0..replies.len())
-            .filter(|&i| no_script(&replies[i]))
-            .collect();
-        if !refused.is_empty() {
-            Q::script().load_async(&mut connection).await?;
-            let indices: Vec<usize> = refused.iter().map(|&i| judged[i]).collect();
-            let again: Vec<::redis::RedisResult<Reply>> =
-                pipeline(&indices).query_async(&mut connection).await?;
-            for (slot, reply) in refused.into_iter().zip(again) {
-                replies[slot] = reply;
-            }
-        }
-        Ok(replies.into_iter().map(Result::ok).collect())
     }
 
     /// The decision a script's reply describes, made by the same code as in process; `None`
@@ -472,11 +357,8 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// The failure policy's decision, at the request's time or the local clock's.
     #[cold]
     pub(crate) fn fallback(&self, cost: u64, at: Option<Timestamp>) -> Decision<Q> {
-        let at = at
-            .or_else(|| self.timestamp_of(SystemTime::now()))
-            .unwrap_or(Timestamp::ORIGIN);
-        let now = self.quota.instant(at);
-        let allowed = self.policy == FailurePolicy::Open;
+        let now = self.quota.instant(self.store.fallback_time(at));
+        let allowed = self.store.policy() == FailurePolicy::Open;
         // A cost of at most the limit always passes on a fresh state.
         let state = match self.quota.step(Q::FRESH, now, cost) {
             Step::Allow(word) if allowed && cost > 0 => word,

@@ -1,4 +1,5 @@
-//! Limits shared by many servers, kept in Redis (feature `redis`): [`RedisLimiter`].
+//! Limits shared by many servers, kept in Redis (feature `redis`): [`RedisLimiter`], and
+//! [`RedisSlidingLogLimiter`] for the exact sliding log.
 //!
 //! A limit that must hold across a fleet (per API key, per tenant) cannot live in one process.
 //! [`RedisLimiter`] keeps each key's state in Redis and decides with one atomic Lua script per
@@ -27,6 +28,16 @@
 //! | a check costs | nanoseconds | one round trip (tens of microseconds on a LAN) |
 //! | when the state is out of reach | never | the [`FailurePolicy`] decides, within the timeout |
 //!
+//! | algorithm | limiter | what Redis holds per key | decision |
+//! |---|---|---|---|
+//! | [`Gcra`](crate::Gcra), [`SlidingWindow`](crate::SlidingWindow), [`FixedWindow`](crate::FixedWindow) | [`RedisLimiter`] | the quota's state word | [`Decision`](crate::Decision) |
+//! | [`SlidingLog`](crate::sliding_log::SlidingLog) (exact) | [`RedisSlidingLogLimiter`] | a sorted set, one member per unit in the window (up to [`MAX_SLIDING_LOG_LIMIT`]) | [`SlidingLogDecision`](crate::sliding_log::SlidingLogDecision) |
+//!
+//! The sliding log's script keeps every time exact without limbs: its members are named by
+//! their times as 16 hex digits, all of score 0, and it selects them by lexicographic ranges
+//! (see [`RedisSlidingLogLimiter`]); both limiters share the builder, the time, the failure
+//! policy and the statistics below.
+//!
 //! # Time
 //!
 //! Times are nanoseconds since the limiter's epoch (by default 2025-01-01T00:00:00Z, see
@@ -51,7 +62,9 @@ mod leased;
 mod limiter;
 mod policy;
 mod quota;
+mod sliding_log;
 mod stats;
+mod store;
 
 pub use builder::{
     RedisConfigError, RedisLimiterBuilder, DEFAULT_EPOCH_UNIX_SECONDS, DEFAULT_TIMEOUT,
@@ -64,4 +77,5 @@ pub use leased::{
 pub use limiter::RedisLimiter;
 pub use policy::FailurePolicy;
 pub use quota::RedisQuota;
+pub use sliding_log::{RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT};
 pub use stats::RedisStats;

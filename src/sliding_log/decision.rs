@@ -18,7 +18,8 @@ use std::time::Duration;
 /// admitted since, at that time or before, count too, so read it right after the check (for a
 /// keyed log: the log of the key's slot, which, if the slot has passed to another key since,
 /// is that key's). A new key that a full keyed table admitted untracked reports the metadata
-/// of a fresh log; one it refused reports the time until a slot frees.
+/// of a fresh log; one it refused reports the time until a slot frees. A Redis log's decision
+/// (`RedisSlidingLogLimiter`) has every figure counted by its script when it was made.
 ///
 /// ```
 /// use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
@@ -49,6 +50,7 @@ pub struct SlidingLogDecision<'log> {
     reset_after_ns: u64,
     remaining: Remaining<'log>,
     untracked: bool,
+    fallback: bool,
 }
 
 /// Where a decision's `remaining` comes from (kept small: every check returns a decision).
@@ -59,7 +61,8 @@ enum Remaining<'log> {
         next: &'log AtomicU64,
         records: &'log [AtomicU64],
     },
-    /// Known when decided: a new key judged without a log of its own.
+    /// Known when decided: a new key judged without a log of its own, or a log kept elsewhere
+    /// (Redis) that reported it.
     Fixed(u64),
 }
 
@@ -89,6 +92,7 @@ impl<'log> SlidingLogDecision<'log> {
                 records: log.records(),
             },
             untracked: false,
+            fallback: false,
         }
     }
 
@@ -123,6 +127,35 @@ impl<'log> SlidingLogDecision<'log> {
                 (true, false) => quota.limit(),
             }),
             untracked,
+            fallback: false,
+        }
+    }
+
+    /// A decision whose figures were computed where the log is kept (a Redis sorted set):
+    /// `remaining` counts the units in the window at `now_ns` after the request (its own units
+    /// if admitted), `fallback` if the failure policy made it without the log.
+    #[allow(clippy::too_many_arguments)]
+    #[cfg(feature = "redis")]
+    pub(crate) fn reported(
+        allowed: bool,
+        cost: u64,
+        quota: SlidingLog,
+        now_ns: u64,
+        retry_after_ns: u64,
+        reset_after_ns: u64,
+        remaining: u64,
+        fallback: bool,
+    ) -> SlidingLogDecision<'static> {
+        SlidingLogDecision {
+            allowed,
+            cost,
+            quota,
+            now_ns,
+            retry_after_ns,
+            reset_after_ns,
+            remaining: Remaining::Fixed(remaining),
+            untracked: false,
+            fallback,
         }
     }
 
@@ -186,6 +219,21 @@ impl<'log> SlidingLogDecision<'log> {
     /// ```
     pub fn is_untracked(&self) -> bool {
         self.untracked
+    }
+
+    /// Whether a Redis sliding log (`RedisSlidingLogLimiter`, feature `redis`) got no answer
+    /// from Redis in time, so that its failure policy made this decision, not the key's log.
+    /// Always false in process.
+    ///
+    /// ```
+    /// use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
+    ///
+    /// let limiter = SlidingLogLimiter::new(SlidingLog::per_minute(3)?)?;
+    /// assert!(!limiter.check().is_fallback());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_fallback(&self) -> bool {
+        self.fallback
     }
 
     /// How long until the whole limit is available again (the latest unit has left the

@@ -62,6 +62,11 @@
 //! check of a key the table holds runs the same protocol on the key's slot, whose state word is
 //! the log's position; `src/keyed/log_slots.rs` says how a slot passes from one key to another
 //! without a check ever counting in the wrong key's log.
+//!
+//! # Across servers
+//!
+//! `RedisSlidingLogLimiter` (feature `redis`, module `nanolimit::redis`) keeps each key's log in
+//! a Redis sorted set, for a fleet of servers, and decides by the same rule.
 
 mod decision;
 mod keyed;

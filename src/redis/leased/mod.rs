@@ -691,14 +691,14 @@ impl<C: Clock + 'static> Inner<C> {
         invocation
             .key(self.shared.key_name(key))
             .arg("")
-            .arg(self.shared.epoch_unix_seconds.to_string())
+            .arg(self.shared.store.epoch_unix_seconds.to_string())
             .arg("1")
             .arg(hex(token))
             .arg(hex(decrement));
-        let mut connection = self.shared.connection.clone();
+        let mut connection = self.shared.store.connection.clone();
         let call = invocation.invoke_async::<i64>(&mut connection);
         let given = matches!(
-            tokio::time::timeout(self.shared.timeout, call).await,
+            tokio::time::timeout(self.shared.store.timeout, call).await,
             Ok(Ok(1))
         );
         if given {

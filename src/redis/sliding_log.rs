@@ -1,0 +1,443 @@
+//! The exact sliding log in Redis: [`RedisSlidingLogLimiter`], one sorted set per key, one
+//! member per admitted unit (`lua/sliding_log.lua`).
+
+use super::builder::RedisLimiterBuilder;
+use super::policy::FailurePolicy;
+use super::quota::hex;
+use super::stats::RedisStats;
+use super::store::{Call, Store};
+use crate::clock::Timestamp;
+use crate::error::RequestError;
+use crate::request::Request;
+use crate::sliding_log::{SlidingLog, SlidingLogDecision};
+use ::redis::Script;
+use std::sync::LazyLock;
+use std::time::SystemTime;
+
+/// The largest limit a [`RedisSlidingLogLimiter`] accepts: Redis keeps one member per unit in
+/// the window, up to the limit per key. Measured on Redis 7 (`MEMORY USAGE`): about 27 bytes a
+/// member up to 128 members (a listpack), about 115 above (a skiplist): 440 bytes for a key of
+/// 16 units, 120 KB for 1,000, 11 MB for a key at this limit.
+pub const MAX_SLIDING_LOG_LIMIT: u64 = 100_000;
+
+static SLIDING_LOG_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/prelude.lua"),
+        include_str!("lua/sliding_log.lua")
+    ))
+});
+
+/// What the script replies: admitted or not, the time judged at, the units in the window
+/// before the request, the time of the unit that must leave for it to fit (empty if it fits),
+/// the latest unit's time (empty for an empty log).
+type Reply = (i64, String, u64, String, String);
+
+/// The exact sliding log ([`SlidingLog`]: at most `L` units in any window of length `W`) per
+/// key, shared by every server that uses the same Redis: the limit for small, strict quotas
+/// where one extra admission matters (5 login attempts per 15 minutes per account), across a
+/// fleet.
+///
+/// Each key is a sorted set with one member per admitted unit, and each check one atomic
+/// script call: it drops the units that have left the window, counts the rest, and adds the
+/// request's units if they fit, all or nothing. The rule is the in-process
+/// [`SlidingLogLimiter`](crate::sliding_log::SlidingLogLimiter)'s, exactly (see
+/// [`sliding_log`](crate::sliding_log)): a reading behind the latest unit is judged at that
+/// unit's time, and the [`SlidingLogDecision`] reports the same limit, remaining, reset-after
+/// and retry-after. `remaining` is counted by the script, when the decision is made.
+///
+/// | operation | shorthand | full form |
+/// |---|---|---|
+/// | consume if it fits | [`check(key)`](Self::check) | [`check_with(key, request)`](Self::check_with) |
+/// | ask without consuming | [`peek(key)`](Self::peek) | [`peek_with(key, request)`](Self::peek_with) |
+/// | consume, for many keys in one round trip | | [`check_many(&[(key, request)])`](Self::check_many) |
+///
+/// - Exact times: a member is named by its unit's time, in nanoseconds since the epoch as 16
+///   hex digits, and a sequence number (`0000001a2b3c4d5e:3`); every score is 0, so Redis
+///   orders members by their bytes, which for hex digits of one width is the order of the
+///   times. The script selects units by time with lexicographic ranges (`ZLEXCOUNT`,
+///   `ZRANGEBYLEX`, `ZREMRANGEBYLEX`), so every time up to the horizon is exact; as scores
+///   (doubles), nanoseconds would be exact only for the first 2^53 ns (104 days).
+/// - Time, keys, failures and the builder are [`RedisLimiter`](super::RedisLimiter)'s: the
+///   server's `TIME` less the epoch or the request's [`at`](Request::at); keys
+///   `{prefix}:sliding-log:{{key}}`, which expire once the latest unit has left the window (W
+///   after each admission, rounded up to the millisecond, plus up to 2 ms); the
+///   [`FailurePolicy`] within the timeout ([`SlidingLogDecision::is_fallback`]).
+/// - Costs: one request costs at most the quota's [`max_cost`](SlidingLog::max_cost) (its
+///   limit, and at most 16), as in process; more is a [`RequestError::CostAboveLimit`].
+/// - Memory: up to `L` members per key (about 27 bytes each up to 128, 115 above); limits
+///   above [`MAX_SLIDING_LOG_LIMIT`] (100,000, 11 MB per key) are refused when building. A
+///   check costs `O(log L)` plus the units it drops or adds; an admission writes at most 16.
+///
+/// ```no_run
+/// use nanolimit::redis::RedisSlidingLogLimiter;
+/// use nanolimit::sliding_log::SlidingLog;
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // 5 login attempts per 15 minutes per account, across the fleet.
+/// let logins = RedisSlidingLogLimiter::builder(SlidingLog::new(5, Duration::from_secs(900))?)
+///     .prefix("logins")
+///     .build("redis://127.0.0.1:6379")?;
+/// let decision = logins.check("alice").await;
+/// if decision.is_denied() {
+///     println!("429, retry after {:?}", decision.retry_after());
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct RedisSlidingLogLimiter {
+    pub(crate) quota: SlidingLog,
+    pub(crate) store: Store,
+}
+
+impl RedisSlidingLogLimiter {
+    /// The algorithm's name in key names.
+    pub(crate) const ALGORITHM: &'static str = "sliding-log";
+
+    /// A builder for a log of `quota` per key (the [`RedisLimiter`](super::RedisLimiter)'s
+    /// builder: prefix, timeout, failure policy, epoch).
+    ///
+    /// ```
+    /// use nanolimit::redis::{RedisConfigError, RedisSlidingLogLimiter};
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Connects lazily: building needs no server.
+    /// let resets = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert_eq!(resets.key_name("alice"), "nanolimit:sliding-log:{alice}");
+    /// let too_large = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(1_000_000)?)
+    ///     .build("redis://127.0.0.1:6379");
+    /// assert!(matches!(too_large, Err(RedisConfigError::LimitTooLarge { max: 100_000, .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn builder(quota: SlidingLog) -> RedisLimiterBuilder<SlidingLog> {
+        RedisLimiterBuilder::new(quota)
+    }
+
+    /// The quota applied to every key.
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_day(10)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert_eq!((log.quota().limit(), log.quota().max_cost()), (10, 10));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn quota(&self) -> &SlidingLog {
+        &self.quota
+    }
+
+    /// The Redis key that holds `key`'s log: `{prefix}:sliding-log:{{key}}` (the braces make
+    /// `key` the Redis Cluster hash tag).
+    pub fn key_name(&self, key: &str) -> String {
+        self.store.key_name(key)
+    }
+
+    /// A wall-clock time as a [`Timestamp`] of this limiter (nanoseconds since its epoch), for
+    /// [`Request::at`]; `None` before the epoch or past its horizon.
+    pub fn timestamp_of(&self, time: SystemTime) -> Option<Timestamp> {
+        self.store.timestamp_of(time)
+    }
+
+    /// The calls that fell back to the failure policy so far.
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert_eq!(log.stats().fallbacks(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stats(&self) -> RedisStats {
+        self.store.stats()
+    }
+
+    /// Records one unit in `key`'s log if it fits, judged at the server's time.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// let decision = log.check("alice").await;
+    /// println!("{} of 3 left this hour", decision.remaining());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check(&self, key: &str) -> SlidingLogDecision<'static> {
+        self.decide(key, 1, None, true).await
+    }
+
+    /// Records the request's units in `key`'s log if they all fit, at the request's time (or
+    /// the server's); a cost of zero records nothing and reads the metadata. Fails, without a
+    /// call to Redis, for a cost above [`max_cost`](SlidingLog::max_cost)
+    /// ([`RequestError::CostAboveLimit`], with that as the limit).
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    /// use nanolimit::{Request, RequestError, Timestamp};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_minute(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// let at = |seconds: u64| Timestamp::from_ns(seconds * 1_000_000_000);
+    /// assert!(log.check_with("k", Request::cost(2).at(at(0)?)).await?.is_allowed());
+    /// assert!(log.check_with("k", Request::cost(1).at(at(20)?)).await?.is_allowed());
+    /// let denied = log.check_with("k", Request::cost(2).at(at(30)?)).await?;
+    /// // The two units of second 0 leave the window at second 60.
+    /// assert_eq!(denied.retry_after(), Duration::from_secs(30));
+    /// assert_eq!(
+    ///     log.check_with("k", Request::cost(4)).await.unwrap_err(),
+    ///     RequestError::CostAboveLimit { cost: 4, limit: 3 }
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check_with(
+        &self,
+        key: &str,
+        request: Request<SlidingLog>,
+    ) -> Result<SlidingLogDecision<'static>, RequestError> {
+        let cost = self.validate(&request)?;
+        Ok(self.decide(key, cost, request.at, true).await)
+    }
+
+    /// Whether one unit would fit in `key`'s log now, recording nothing (the script writes
+    /// nothing).
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// let peeked = log.peek("new-account").await;
+    /// assert!(peeked.is_allowed());
+    /// assert_eq!(peeked.remaining(), 3);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn peek(&self, key: &str) -> SlidingLogDecision<'static> {
+        self.decide(key, 1, None, false).await
+    }
+
+    /// Whether the request would fit, recording nothing; fails as
+    /// [`check_with`](Self::check_with) does.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    /// use nanolimit::Request;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert!(log.peek_with("new-account", Request::cost(3)).await?.is_allowed());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn peek_with(
+        &self,
+        key: &str,
+        request: Request<SlidingLog>,
+    ) -> Result<SlidingLogDecision<'static>, RequestError> {
+        let cost = self.validate(&request)?;
+        Ok(self.decide(key, cost, request.at, false).await)
+    }
+
+    /// Checks of several keys in one pipeline round trip, each judged as
+    /// [`check_with`](Self::check_with) would, in order (see
+    /// [`RedisLimiter::check_many`](super::RedisLimiter::check_many)).
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    /// use nanolimit::Request;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// let decisions = log
+    ///     .check_many(&[("a", Request::cost(1)), ("b", Request::cost(3)), ("c", Request::cost(4))])
+    ///     .await;
+    /// assert!(decisions[1].as_ref().unwrap().is_allowed());
+    /// assert!(decisions[2].is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check_many(
+        &self,
+        requests: &[(&str, Request<SlidingLog>)],
+    ) -> Vec<Result<SlidingLogDecision<'static>, RequestError>> {
+        let costs: Vec<Result<u64, RequestError>> = requests
+            .iter()
+            .map(|(_, request)| self.validate(request))
+            .collect();
+        let judged: Vec<usize> = (0..requests.len()).filter(|&i| costs[i].is_ok()).collect();
+        let calls: Vec<Call> = judged
+            .iter()
+            .map(|&i| {
+                let (key, request) = &requests[i];
+                self.call(key, request.cost, request.at, request.cost > 0)
+            })
+            .collect();
+        let read = |index: usize, reply| {
+            let cost = requests[judged[index]].1.cost;
+            self.decision(reply, cost, cost > 0)
+        };
+        let mut decisions = self
+            .store
+            .call_many(&SLIDING_LOG_SCRIPT, &calls, read)
+            .await
+            .into_iter();
+        requests
+            .iter()
+            .zip(costs)
+            .map(|((_, request), cost)| {
+                let cost = cost?;
+                Ok(match decisions.next().flatten() {
+                    Some(decision) => decision,
+                    None => self.fallback(cost, request.at),
+                })
+            })
+            .collect()
+    }
+
+    /// The request's cost, if this log can ever admit it.
+    fn validate(&self, request: &Request<SlidingLog>) -> Result<u64, RequestError> {
+        let max_cost = self.quota.max_cost();
+        if request.cost > max_cost {
+            return Err(RequestError::CostAboveLimit {
+                cost: request.cost,
+                limit: max_cost,
+            });
+        }
+        Ok(request.cost)
+    }
+
+    /// The core every check and peek funnels into: one script call within the timeout, or the
+    /// failure policy. A cost of zero records nothing.
+    async fn decide(
+        &self,
+        key: &str,
+        cost: u64,
+        at: Option<Timestamp>,
+        apply: bool,
+    ) -> SlidingLogDecision<'static> {
+        let apply = apply && cost > 0;
+        let call = self.call(key, cost, at, apply);
+        let read = |reply| self.decision(reply, cost, apply);
+        match self.store.call(&SLIDING_LOG_SCRIPT, call, read).await {
+            Some(decision) => decision,
+            None => self.fallback(cost, at),
+        }
+    }
+
+    /// The script call for a request (see `lua/sliding_log.lua` for the arguments).
+    fn call(&self, key: &str, cost: u64, at: Option<Timestamp>, apply: bool) -> Call {
+        let mut arguments = self.store.common_arguments(at, apply);
+        arguments.extend([
+            hex(self.quota.window_ns()),
+            self.quota.limit().to_string(),
+            cost.to_string(),
+        ]);
+        (self.key_name(key), arguments)
+    }
+
+    /// The decision the script's reply describes, with the in-process log's arithmetic
+    /// (`record::leaves_after_ns`, in u64); `None` for a reply that is not the script's.
+    fn decision(
+        &self,
+        (admitted, judged, in_window, must_leave, latest): Reply,
+        cost: u64,
+        apply: bool,
+    ) -> Option<SlidingLogDecision<'static>> {
+        let now_ns = Timestamp::from_ns(time_ns(&judged)?).ok()?.as_ns();
+        let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
+        // Nanoseconds until a unit at `time_ns` leaves the window (0 if it has).
+        let leaves_after_ns = |time_ns: u64| {
+            time_ns
+                .checked_add(window_ns)
+                .map(|end_ns| end_ns.saturating_sub(now_ns))
+        };
+        let (allowed, retry_after_ns) = match (admitted, must_leave.is_empty()) {
+            (1, true) => (true, 0),
+            (0, false) => (false, leaves_after_ns(time_ns(&must_leave)?)?),
+            _ => return None,
+        };
+        let recorded = allowed && apply;
+        let reset_after_ns = match (recorded, latest.is_empty()) {
+            (true, _) => window_ns,
+            (false, true) => 0,
+            (false, false) => leaves_after_ns(time_ns(&latest)?)?,
+        };
+        let in_window = in_window + if recorded { cost } else { 0 };
+        Some(SlidingLogDecision::reported(
+            allowed,
+            cost,
+            self.quota,
+            now_ns,
+            retry_after_ns,
+            reset_after_ns,
+            limit.saturating_sub(in_window),
+            false,
+        ))
+    }
+
+    /// The failure policy's decision, at the request's time or the local clock's: open, what a
+    /// fresh log would report after the request; closed, a denial with a retry after 1 ns.
+    #[cold]
+    fn fallback(&self, cost: u64, at: Option<Timestamp>) -> SlidingLogDecision<'static> {
+        let now_ns = self.store.fallback_time(at).as_ns();
+        let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
+        let (allowed, remaining, reset_after_ns, retry_after_ns) = match (self.store.policy(), cost)
+        {
+            (FailurePolicy::Open, 0) | (FailurePolicy::Closed, 0) => (true, limit, 0, 0),
+            (FailurePolicy::Open, _) => (true, limit - cost, window_ns, 0),
+            (FailurePolicy::Closed, _) => (false, 0, 1, 1),
+        };
+        SlidingLogDecision::reported(
+            allowed,
+            cost,
+            self.quota,
+            now_ns,
+            retry_after_ns,
+            reset_after_ns,
+            remaining,
+            true,
+        )
+    }
+}
+
+/// A time the script wrote: 16 hex digits.
+fn time_ns(text: &str) -> Option<u64> {
+    match text.len() {
+        16 => u64::from_str_radix(text, 16).ok(),
+        _ => None,
+    }
+}
