@@ -434,7 +434,7 @@ impl Scenario {
                 "INCR of the key's counter and EXPIRE key 1 NX in one pipeline per call (the seed's fixed window of 1 s)",
             ),
             Scenario::RedisLeased => Self::redis_description(
-                "LeasedRedisLimiter::check per call (default leases: 1 to 1,024 units, 100 ms, background refills)",
+                "LeasedRedisLimiter::check per call (leases of 64 to 4,096 units living 10 s, background refills; every key leased once before, untimed)",
             ),
         }
     }

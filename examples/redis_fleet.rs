@@ -1,10 +1,11 @@
-//! Two "servers" of a fleet sharing one per-tenant limit through Redis, on the server's clock.
+//! Two "servers" of a fleet sharing one per-tenant limit through Redis, on the server's clock;
+//! then three sharing a larger one from leases, checked locally.
 //!
 //! Needs a Redis: `NANOLIMIT_REDIS_URL=redis://127.0.0.1:6379 cargo run --features redis
 //! --example redis_fleet` (`bash .ci/test-all` starts one and runs this example). Without the
 //! variable it says so and exits (a failure under `CI=true`).
 
-use nanolimit::redis::{FailurePolicy, RedisLimiter};
+use nanolimit::redis::{FailurePolicy, LeasedRedisLimiter, RedisLimiter};
 use nanolimit::{Gcra, Request};
 use std::time::Duration;
 
@@ -58,5 +59,36 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         upload.is_allowed(),
         upload.remaining()
     );
+
+    // Leased checks: 100 per minute per tenant, three servers each leasing up to 10 units at a
+    // time. 3,000 checks in a burst: the fleet admits the quota's 100 (and what refills
+    // meanwhile) plus at most 3 × 10, with one round trip per lease instead of one per check.
+    let quota = Gcra::per_minute(100)?;
+    let leased = || -> Result<_, Box<dyn std::error::Error>> {
+        let shared = RedisLimiter::builder(quota)
+            .prefix(&format!("example:{run}:leased"))
+            .timeout(Duration::from_millis(50))
+            .build(&url)?;
+        Ok(LeasedRedisLimiter::builder(shared)
+            .lease_units(10, 10)
+            .background_refills(false)
+            .build()?)
+    };
+    let fleet = [leased()?, leased()?, leased()?];
+    let started = std::time::Instant::now();
+    let mut admitted = 0;
+    for check in 0..3_000 {
+        if fleet[check % 3].check("tenant-9").await.is_allowed() {
+            admitted += 1;
+        }
+    }
+    let refilled = (started.elapsed().as_secs_f64() * 100.0 / 60.0).ceil() as u64;
+    let leases: u64 = fleet.iter().map(|server| server.stats().leases).sum();
+    println!("leased: admitted {admitted} of 3,000, {leases} leases taken");
+    assert!(admitted >= 100 - fleet[0].over_admission_bound(3));
+    assert!(admitted <= 100 + refilled + fleet[0].over_admission_bound(3));
+    for server in &fleet {
+        server.give_back_unused().await;
+    }
     Ok(())
 }
