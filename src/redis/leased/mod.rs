@@ -739,6 +739,21 @@ impl<C: Clock + 'static> Inner<C> {
     }
 }
 
+/// Claims `cell` for a refill: the word it held before, or `None` when a refill is in flight
+/// (or a check moved the word meanwhile: the caller then goes on without one).
+#[inline]
+fn claim(cell: &LeaseCell) -> Option<u64> {
+    // ORDERING: Relaxed: the compare-and-swap below is the synchronising access.
+    let observed = cell.word.load(Ordering::Relaxed);
+    let claimed = word::claim(observed)?;
+    // ORDERING: Acquire on success pairs with the Release of the publish that ended the key's
+    // last refill: its token and lease size are visible to this one.
+    cell.word
+        .compare_exchange(observed, claimed, Ordering::Acquire, Ordering::Relaxed)
+        .ok()
+        .map(|_| observed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::word::{DEADLINE_SHIFT, REFILLING};
@@ -783,19 +798,4 @@ mod tests {
         assert_eq!(POLICY.next_units(8, lease(5, 140), 140), 4);
         assert_eq!(POLICY.next_units(3, lease(5, 140), 900), 2);
     }
-}
-
-/// Claims `cell` for a refill: the word it held before, or `None` when a refill is in flight
-/// (or a check moved the word meanwhile: the caller then goes on without one).
-#[inline]
-fn claim(cell: &LeaseCell) -> Option<u64> {
-    // ORDERING: Relaxed: the compare-and-swap below is the synchronising access.
-    let observed = cell.word.load(Ordering::Relaxed);
-    let claimed = word::claim(observed)?;
-    // ORDERING: Acquire on success pairs with the Release of the publish that ended the key's
-    // last refill: its token and lease size are visible to this one.
-    cell.word
-        .compare_exchange(observed, claimed, Ordering::Acquire, Ordering::Relaxed)
-        .ok()
-        .map(|_| observed)
 }
