@@ -226,7 +226,7 @@ pub fn run(job: Job, context: &Context, url: &str) -> MeasuredRun {
             // Untimed: every key takes its first lease, as in a server's steady state.
             let _entered = handle.enter();
             for key in keys {
-                runtime.block_on(limiter.check(key));
+                let _ = runtime.block_on(limiter.check(key));
             }
             let measurement = measure(threads, timing, |thread_index| LeasedWorker {
                 limiter,
