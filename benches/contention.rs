@@ -811,6 +811,7 @@ struct Context {
     timing: Timing,
     zipf_draws: Option<Arc<Vec<Vec<u32>>>>,
     /// The server of the Redis scenarios.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     redis_url: Option<String>,
 }
 
