@@ -28,6 +28,9 @@
 //!   measurement is preceded by an uncounted warm-up of a quarter of it (at most 0.25 s).
 //! - `--quick`: the short durations and thread counts above: everything in under 60 s.
 //! - `--csv PATH`: also write the results as CSV.
+//! - `--redis URL`: a Redis server for the `redis-*` scenarios (feature `redis`), which run only
+//!   when it is given (e.g. `--redis redis://127.0.0.1:6390 --scenario redis-script --scenario
+//!   redis-naive --scenario redis-leased`; every other scenario runs as before).
 //! - `--bench`: passed by `cargo bench`, accepted and otherwise ignored. Without it (as under
 //!   `cargo test --benches`) the program runs a smoke test: every scenario at 1 and 2 threads
 //!   for 10 ms, so that the harness is exercised but not timed (its chart goes to
@@ -56,6 +59,7 @@
 //! | `http-layer` | sends an HTTP request through a tower service in process (no network, no runtime): through nanolimit's `RateLimitLayer`, through tower_governor's `GovernorLayer`, or straight to the inner service (the floor); per-IP keys, each thread cycling through its own random order of one pool of 10,000 client addresses (features `http` and `axum`) |
 //! | `composite-2` | cycles through its own 1,024 keys, checking each against a composite (`nanolimit::composite::Composite`) of a per-key GCRA (`KeyedLimiter`, 10^8 / s, burst 10^6) and a global GCRA shared by all threads (`Limiter`, 10^9 / s, burst 10^6): every check passes both. Rows: `nanolimit gcra+gcra` (the composite's `check(&key)`), `nanolimit gcra` (the per-key limiter alone, the same keys: one check, for the composite / one-check ratio printed under the table, the target being at most 2.2) and `floor two-cas` (a clock read, an ahash of the key and a compare-and-swap on the thread's own word, then one on a word shared by all threads: what the composite needs at least); see `benches/contention/composite.rs` |
 //! | `inflight` | takes one permit from one concurrency limiter shared by all threads (`try_acquire()`) and drops it at once: one call is the pair acquire + release; the limit (1,024 permits) is far above the permits held at once, so every acquire succeeds: through nanolimit's `InFlightLimiter`, through tokio's `Semaphore`, or as the pair's hardware floor (`fetch_add` then `fetch_sub` on one shared word) |
+//! | `redis-script`, `redis-naive`, `redis-leased` | with `--redis URL` only: one fleet-wide check per call over 10,000 keys against a real server: `RedisLimiter<Gcra>::check` (one `EVALSHA`; limiter `nanolimit`, `gcra`), the seed's `INCR` + `EXPIRE NX` in one pipeline (`incr-expire`, `fixed-window`), and `LeasedRedisLimiter::check` (`nanolimit`, `gcra-leased`); per-key quota 10^6 / s, burst 10^5, every call passes; under the tables, script / naive time and leased / script throughput (the targets: at most 1.2, at least 100); see `benches/contention/redis.rs` |
 //!
 //! Limiters: nanolimit (`gcra`, `sliding-window`, `fixed-window`) everywhere, and nanolimit
 //! `gcra-striped` and `sliding-log` (the exact `SlidingLogLimiter`: one record per admitted
