@@ -69,6 +69,9 @@ mod store;
 pub use builder::{
     RedisConfigError, RedisLimiterBuilder, DEFAULT_EPOCH_UNIX_SECONDS, DEFAULT_TIMEOUT,
 };
+#[cfg(nanolimit_loom)]
+#[doc(hidden)]
+pub use leased::loom_hooks;
 pub use leased::{
     LeaseConfigError, LeasedRedisLimiter, LeasedRedisLimiterBuilder, LeasedStats,
     DEFAULT_CAPACITY as DEFAULT_LEASED_CAPACITY, DEFAULT_LEASE_LIFETIME, DEFAULT_MAX_LEASE_UNITS,

@@ -68,7 +68,6 @@ use crate::sync::{Arc, AtomicU64, Ordering};
 use ::redis::Script;
 use std::sync::LazyLock;
 use table::{LeaseCell, LeaseTable};
-use word::Spend;
 
 /// A fleet-wide GCRA limit kept in Redis, checked locally from leases: each process takes
 /// units of a key's shared budget in batches (one script call each) and admits from them with
@@ -345,29 +344,14 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
         let now_grain = word::grain(inner.clock.now());
         let mut given_back = 0;
         for (key, cell) in inner.table.cells() {
-            // ORDERING: Relaxed: the claim below is the synchronising access.
-            let observed = cell.word.load(Ordering::Relaxed);
-            let Some(claimed) = word::claim(observed) else {
-                continue; // a refill in flight: its key's units stay for it
+            let Some(observed) = cell.claim_all() else {
+                continue; // a refill in flight, or a check moved the word: left as it is
             };
-            // The claim also takes every unit: checks find none while the give-back runs.
-            let claimed = claimed & !word::MAX_UNITS;
-            // ORDERING: Acquire on success pairs with the Release of the publish that ended
-            // the key's last refill, so the token read below is that refill's.
-            if cell
-                .word
-                .compare_exchange(observed, claimed, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                continue; // a check or refill moved it: leave the key as it is
-            }
             let held = word::spendable(observed, now_grain);
             if held > 0 && inner.give_back(&key, &cell, held).await {
                 given_back += held;
             }
-            // ORDERING: Release: publishes the cleared claim (and nothing held) to the next
-            // claimer, which pairs with it through its Acquire.
-            cell.word.store(word::EMPTY, Ordering::Release);
+            cell.release_empty();
         }
         given_back
     }
@@ -483,25 +467,9 @@ impl<C: Clock + 'static> Inner<C> {
     /// Spends `cost` from the key's lease, if it holds that many spendable units.
     #[inline]
     fn spend(&self, cell: &LeaseCell, now_grain: u64, cost: u64) -> Served {
-        // ORDERING: Relaxed: a spend reads and writes only the units, which the word itself
-        // carries; the compare-and-swap orders it against every other change of the word.
-        let mut observed = cell.word.load(Ordering::Relaxed);
-        loop {
-            match word::spend(observed, now_grain, cost) {
-                Spend::Taken { word, held } => {
-                    // ORDERING: Relaxed, as the load above.
-                    match cell.word.compare_exchange_weak(
-                        observed,
-                        word,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => return Served::Taken { held },
-                        Err(actual) => observed = actual,
-                    }
-                }
-                Spend::Short { .. } => return Served::Short,
-            }
+        match cell.spend(now_grain, cost) {
+            Some(held) => Served::Taken { held },
+            None => Served::Short,
         }
     }
 
@@ -538,7 +506,7 @@ impl<C: Clock + 'static> Inner<C> {
         now: Timestamp,
         at: Option<Timestamp>,
     ) {
-        let Some(previous) = claim(cell) else {
+        let Some(previous) = cell.claim() else {
             return;
         };
         let limiter = limiter.clone();
@@ -573,7 +541,7 @@ impl<C: Clock + 'static> Inner<C> {
         if let Served::Taken { held } = self.spend(&cell, now_grain, cost) {
             return self.served_locally(held, held_estimate(&cell), cost, now);
         }
-        match claim(&cell) {
+        match cell.claim() {
             Some(previous) => match self.refill(key, &cell, previous, cost, now, at).await {
                 Some(decision) => decision,
                 None => self.direct(key, cost, at).await,
@@ -635,22 +603,7 @@ impl<C: Clock + 'static> Inner<C> {
         // ORDERING: Relaxed: read again by the next refill, after its Acquire claim pairs
         // with the Release publish below.
         cell.lease_units.store(lease_units, Ordering::Relaxed);
-        // ORDERING: Relaxed load; the compare-and-swap publishes.
-        let mut observed = cell.word.load(Ordering::Relaxed);
-        let held_after = loop {
-            let published = word::publish(observed, now_grain, granted, spent, deadline);
-            // ORDERING: Release on success: the token, lease size and shared remaining written
-            // under the claim happen-before the next claim (its Acquire) reads them.
-            match cell.word.compare_exchange_weak(
-                observed,
-                published.word,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break word::units(published.word),
-                Err(actual) => observed = actual,
-            }
-        };
+        let held_after = cell.publish(now_grain, granted, spent, deadline);
         if spent > 0 {
             return Some(self.served_locally(held_after, held_estimate(cell), cost, now));
         }
@@ -739,21 +692,6 @@ impl<C: Clock + 'static> Inner<C> {
     }
 }
 
-/// Claims `cell` for a refill: the word it held before, or `None` when a refill is in flight
-/// (or a check moved the word meanwhile: the caller then goes on without one).
-#[inline]
-fn claim(cell: &LeaseCell) -> Option<u64> {
-    // ORDERING: Relaxed: the compare-and-swap below is the synchronising access.
-    let observed = cell.word.load(Ordering::Relaxed);
-    let claimed = word::claim(observed)?;
-    // ORDERING: Acquire on success pairs with the Release of the publish that ended the key's
-    // last refill: its token and lease size are visible to this one.
-    cell.word
-        .compare_exchange(observed, claimed, Ordering::Acquire, Ordering::Relaxed)
-        .ok()
-        .map(|_| observed)
-}
-
 #[cfg(test)]
 mod tests {
     use super::word::{DEADLINE_SHIFT, REFILLING};
@@ -797,5 +735,61 @@ mod tests {
     fn a_lease_that_lapsed_with_units_halves_the_next_down_to_the_minimum() {
         assert_eq!(POLICY.next_units(8, lease(5, 140), 140), 4);
         assert_eq!(POLICY.next_units(3, lease(5, 140), 900), 2);
+    }
+}
+
+/// The lease word's protocol alone, with no Redis, for the loom models
+/// (`loom-tests/tests/leased.rs`): compiled only under `cfg(nanolimit_loom)`.
+#[cfg(nanolimit_loom)]
+#[doc(hidden)]
+pub mod loom_hooks {
+    use super::table::LeaseCell;
+
+    /// One key's lease cell.
+    #[derive(Debug)]
+    pub struct LeaseWord(LeaseCell);
+
+    impl Default for LeaseWord {
+        fn default() -> Self {
+            LeaseWord(LeaseCell::new(1))
+        }
+    }
+
+    impl LeaseWord {
+        /// [`LeaseCell::spend`]: the units left, or `None`.
+        pub fn spend(&self, now_grain: u64, cost: u64) -> Option<u64> {
+            self.0.spend(now_grain, cost)
+        }
+
+        /// [`LeaseCell::claim`]: the word before, or `None`.
+        pub fn claim(&self) -> Option<u64> {
+            self.0.claim()
+        }
+
+        /// [`LeaseCell::publish`]: the units left.
+        pub fn publish(
+            &self,
+            now_grain: u64,
+            granted: u64,
+            spent: u64,
+            deadline_grain: u64,
+        ) -> u64 {
+            self.0.publish(now_grain, granted, spent, deadline_grain)
+        }
+
+        /// [`LeaseCell::claim_all`].
+        pub fn claim_all(&self) -> Option<u64> {
+            self.0.claim_all()
+        }
+
+        /// [`LeaseCell::release_empty`].
+        pub fn release_empty(&self) {
+            self.0.release_empty()
+        }
+
+        /// The units held.
+        pub fn units(&self) -> u64 {
+            self.0.units()
+        }
     }
 }

@@ -6,8 +6,8 @@ use super::{Inner, LeasePolicy, LeasedRedisLimiter};
 use crate::clock::{Clock, QuantaClock};
 use crate::quota::Gcra;
 use crate::redis::RedisLimiter;
+use crate::sync::Arc;
 use core::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The default lease lifetime.

@@ -26,13 +26,122 @@ pub(crate) struct LeaseCell {
 }
 
 impl LeaseCell {
-    fn new(lease_units: u64) -> LeaseCell {
+    pub(crate) fn new(lease_units: u64) -> LeaseCell {
         LeaseCell {
             word: AtomicU64::new(word::EMPTY),
             lease_units: AtomicU64::new(lease_units),
             token: AtomicU64::new(0),
             shared_remaining: AtomicU64::new(0),
         }
+    }
+}
+
+/// The lease word's protocol: every change of a key's word is one of these, each a
+/// compare-and-swap loop around a pure step of [`word`].
+///
+/// - A spend takes units and keeps the refilling flag; it never waits.
+/// - A claim sets the flag: one refill (or give-back) of the key at a time.
+/// - A publish clears it, adding the refill's units to those still spendable; it retries
+///   against concurrent spends, so no spend is lost and no unit counted twice.
+///
+/// Only the holder of the flag writes the cell's other fields (token, lease size, shared
+/// remaining): the claim's Acquire pairs with the previous holder's publish (Release), so each
+/// holder reads what the last one wrote.
+impl LeaseCell {
+    /// Spends `cost` at `now_grain` if that many units are spendable: the units left, or
+    /// `None` (nothing written).
+    #[inline]
+    pub(crate) fn spend(&self, now_grain: u64, cost: u64) -> Option<u64> {
+        // ORDERING: Relaxed: a spend reads and writes only the units, which the word itself
+        // carries; its compare-and-swap orders it against every other change of the word.
+        let mut observed = self.word.load(Ordering::Relaxed);
+        loop {
+            match word::spend(observed, now_grain, cost) {
+                word::Spend::Taken { word, held } => {
+                    // ORDERING: Relaxed, as the load above.
+                    match self.word.compare_exchange_weak(
+                        observed,
+                        word,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Some(held),
+                        Err(actual) => observed = actual,
+                    }
+                }
+                word::Spend::Short { .. } => return None,
+            }
+        }
+    }
+
+    /// Claims the key for a refill: the word before the claim, or `None` when a refill is in
+    /// flight (or a spend moved the word meanwhile: the caller goes on without a refill).
+    #[inline]
+    pub(crate) fn claim(&self) -> Option<u64> {
+        // ORDERING: Relaxed: the compare-and-swap below is the synchronising access.
+        let observed = self.word.load(Ordering::Relaxed);
+        let claimed = word::claim(observed)?;
+        // ORDERING: Acquire on success pairs with the Release of the publish that ended the
+        // key's last refill: its token and lease size are visible to this holder.
+        self.word
+            .compare_exchange(observed, claimed, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| observed)
+    }
+
+    /// Claims the key and takes every unit (spends then find none): the word before, or `None`
+    /// as [`claim`](Self::claim). Ended by [`release_empty`](Self::release_empty).
+    pub(crate) fn claim_all(&self) -> Option<u64> {
+        // ORDERING: Relaxed: the compare-and-swap below is the synchronising access.
+        let observed = self.word.load(Ordering::Relaxed);
+        let claimed = word::claim(observed)? & !word::MAX_UNITS;
+        // ORDERING: Acquire on success, as in `claim`.
+        self.word
+            .compare_exchange(observed, claimed, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| observed)
+    }
+
+    /// Ends a [`claim_all`](Self::claim_all): nothing held, no refill in flight.
+    pub(crate) fn release_empty(&self) {
+        // ORDERING: Release: the holder's writes happen-before the next claim (Acquire).
+        // A plain store: under a `claim_all` the word holds no units, so no spend can move it.
+        self.word.store(word::EMPTY, Ordering::Release);
+    }
+
+    /// Ends a refill claimed by [`claim`](Self::claim) that was granted `granted` units, of
+    /// which its request spends `spent`, at `now_grain`, the new units spendable until
+    /// `deadline_grain`: the units left.
+    pub(crate) fn publish(
+        &self,
+        now_grain: u64,
+        granted: u64,
+        spent: u64,
+        deadline_grain: u64,
+    ) -> u64 {
+        // ORDERING: Relaxed load; the compare-and-swap publishes.
+        let mut observed = self.word.load(Ordering::Relaxed);
+        loop {
+            let published = word::publish(observed, now_grain, granted, spent, deadline_grain);
+            // ORDERING: Release on success: the token, lease size and shared remaining written
+            // under the claim happen-before the next claim (its Acquire) reads them.
+            match self.word.compare_exchange_weak(
+                observed,
+                published.word,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return word::units(published.word),
+                Err(actual) => observed = actual,
+            }
+        }
+    }
+
+    /// The units held (spendable or not).
+    #[cfg_attr(not(nanolimit_loom), allow(dead_code))]
+    pub(crate) fn units(&self) -> u64 {
+        // ORDERING: Relaxed: a snapshot.
+        word::units(self.word.load(Ordering::Relaxed))
     }
 }
 
