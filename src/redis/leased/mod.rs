@@ -73,7 +73,7 @@ use table::{LeaseCell, LeaseTable};
 /// units of a key's shared budget in batches (one script call each) and admits from them with
 /// one compare-and-swap, so a check costs nanoseconds instead of a round trip, at the price of
 /// a stated over-admission: at most `processes × largest lease` units per key beyond the quota
-/// in any interval (the [module documentation](self) has the argument).
+/// in any interval ([`over_admission_bound`](Self::over_admission_bound) has the argument).
 ///
 /// Built on a [`RedisLimiter<Gcra>`](RedisLimiter), whose key names, epoch, timeout and failure
 /// policy it uses: processes sharing a prefix share each key's budget, whether they lease or
@@ -356,8 +356,18 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
         given_back
     }
 
-    /// The most units any one process may admit for a key beyond the quota in an interval:
-    /// its largest lease. The fleet's bound is `processes` times that.
+    /// The most units a fleet of `processes` leasing as this one does may admit for a key beyond
+    /// the quota in any interval: `processes ×` the largest lease.
+    ///
+    /// Every unit a process admits was first admitted by the shared GCRA in Redis as part of a
+    /// lease, so leasing only moves admissions later in time. The units admitted in an interval
+    /// are either from leases granted within it (at most what the quota itself admits there)
+    /// or were held by a process when it began; a process holds at most its largest lease per
+    /// key, counting a refill in flight (a refill tops the key up to the lease size, or takes
+    /// the request's cost when that is more, of which the request takes its cost). Intervals
+    /// are on Redis's clock; units lapse at most a lease lifetime after the reading their
+    /// refill started from. With `lease_units(1, 1)` the bound is `processes`, and every check
+    /// is one script call: the fleet admits exactly the quota.
     ///
     /// ```
     /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
