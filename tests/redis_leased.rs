@@ -169,7 +169,7 @@ async fn with_leasing_off_the_fleet_decides_exactly_as_one_limiter() {
         }
     }
     assert!(worst_excess(&admitted, 20, 5 * MS) <= 0);
-    assert_eq!(fleet[0].over_admission_bound(3), 3);
+    assert_eq!(fleet[0].over_admission_bound(3), 0);
     let direct: u64 = fleet
         .iter()
         .map(|process| process.stats().direct_checks)

@@ -366,8 +366,8 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     /// key, counting a refill in flight (a refill tops the key up to the lease size, or takes
     /// the request's cost when that is more, of which the request takes its cost). Intervals
     /// are on Redis's clock; units lapse at most a lease lifetime after the reading their
-    /// refill started from. With `lease_units(1, 1)` the bound is `processes`, and every check
-    /// is one script call: the fleet admits exactly the quota.
+    /// refill started from. With `lease_units(1, 1)` every check is one script call: the bound
+    /// is 0, the fleet admits exactly the quota.
     ///
     /// ```
     /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
@@ -382,6 +382,9 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     /// # }
     /// ```
     pub fn over_admission_bound(&self, processes: u64) -> u64 {
+        if self.inner.policy.max_units == 1 {
+            return 0; // leasing off
+        }
         processes.saturating_mul(self.max_lease_units())
     }
 
