@@ -416,3 +416,41 @@ async fn a_stopped_server_gets_the_failure_policy_while_held_units_still_serve()
     }
     assert!(recovered, "the limiter did not reconnect");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_dropped_while_it_refills_leaves_its_key_free_to_refill() {
+    if redis_url().is_none() {
+        return;
+    }
+    let Some(server) = PrivateServer::start() else {
+        return;
+    };
+    let shared = RedisLimiter::builder(Gcra::per_second(1_000).unwrap())
+        .prefix(&unique_prefix("leased-cancel"))
+        .timeout(Duration::from_secs(10))
+        .build(&server.url())
+        .unwrap();
+    let limiter = leased(shared, 10, 10);
+    let now = 1_000 * MS;
+    // Connected, and the script loaded, on another key.
+    assert!(limiter
+        .check_with("warm", at(now))
+        .await
+        .unwrap()
+        .is_allowed());
+    // The server stops answering: a request's refill waits, and its caller gives up on it
+    // (a client that hung up, a request timeout).
+    server.freeze();
+    let gave_up =
+        tokio::time::timeout(Duration::from_millis(50), limiter.check_with("k", at(now))).await;
+    assert!(
+        gave_up.is_err(),
+        "the refill cannot finish on a frozen server"
+    );
+    server.thaw();
+    // The key is not left claimed: the next check leases for it, not one script call of its own.
+    let direct_before = limiter.stats().direct_checks;
+    let decision = limiter.check_with("k", at(now)).await.unwrap();
+    assert!(decision.is_allowed() && !decision.is_fallback());
+    assert_eq!(limiter.stats().direct_checks, direct_before);
+}

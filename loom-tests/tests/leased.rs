@@ -11,7 +11,7 @@ use nanolimit_loom_tests::{explore, UNREACHED_PREEMPTION_BOUND};
 /// A word holding `units` spendable until grain 100, no refill in flight.
 fn lease(units: u64) -> LeaseWord {
     let word = LeaseWord::default();
-    word.claim().expect("a fresh word is not claimed");
+    word.claim(0).expect("a fresh word is not claimed");
     word.publish(0, units, 0, 100);
     word
 }
@@ -28,7 +28,7 @@ fn spends_racing_a_refill_neither_lose_nor_make_units() {
                 thread::spawn(move || (0..2).filter(|_| word.spend(10, 1).is_some()).count())
             };
             // The refill: 3 units granted, 1 spent by its own request.
-            let (granted, spent) = match word.claim() {
+            let (granted, spent) = match word.claim(10) {
                 Some(_) => {
                     word.publish(10, 3, 1, 200);
                     (3, 1)
@@ -54,7 +54,7 @@ fn one_refill_of_a_key_at_a_time() {
             let refilling = Arc::new(AtomicUsize::new(0));
             let refill = |word: Arc<LeaseWord>, refilling: Arc<AtomicUsize>| {
                 move || {
-                    if word.claim().is_some() {
+                    if word.claim(10).is_some() {
                         // ORDERING: SeqCst: the model's own bookkeeping.
                         let holders = refilling.fetch_add(1, Ordering::SeqCst) + 1;
                         assert_eq!(holders, 1, "two refills of one key at once");

@@ -226,6 +226,23 @@ struct Inner<C> {
     counters: Counters,
 }
 
+/// A refill's claim on a key's word, released with nothing granted if the refill's future is
+/// dropped before it publishes.
+struct Claim<'cell> {
+    cell: &'cell LeaseCell,
+    now_grain: u64,
+    deadline: u64,
+    published: bool,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.published {
+            self.cell.publish(self.now_grain, 0, 0, self.deadline);
+        }
+    }
+}
+
 /// What a local spend found.
 enum Served {
     /// Taken from the lease; `held` units are left.
@@ -519,7 +536,7 @@ impl<C: Clock + 'static> Inner<C> {
         now: Timestamp,
         at: Option<Timestamp>,
     ) {
-        let Some(previous) = cell.claim() else {
+        let Some(previous) = cell.claim(word::grain(now)) else {
             return;
         };
         let limiter = limiter.clone();
@@ -554,7 +571,7 @@ impl<C: Clock + 'static> Inner<C> {
         if let Served::Taken { held } = self.spend(&cell, now_grain, cost) {
             return self.served_locally(held, held_estimate(&cell), cost, now);
         }
-        match cell.claim() {
+        match cell.claim(now_grain) {
             Some(previous) => match self.refill(key, &cell, previous, cost, now, at).await {
                 Some(decision) => decision,
                 None => self.direct(key, cost, at).await,
@@ -577,6 +594,15 @@ impl<C: Clock + 'static> Inner<C> {
         at: Option<Timestamp>,
     ) -> Option<Decision<Gcra>> {
         let now_grain = word::grain(now);
+        let deadline = now_grain + self.policy.lifetime_grains;
+        // Ends the claim with nothing granted if this future is dropped before it publishes
+        // (a cancelled request): a key is never left claimed.
+        let mut claim = Claim {
+            cell,
+            now_grain,
+            deadline,
+            published: false,
+        };
         // ORDERING: Relaxed: written only under the claim, which this refill holds (its
         // Acquire ordered the previous refill's writes before these reads).
         let current_units = cell.lease_units.load(Ordering::Relaxed);
@@ -612,10 +638,10 @@ impl<C: Clock + 'static> Inner<C> {
             }
         }
         let spent = if granted >= cost && cost > 0 { cost } else { 0 };
-        let deadline = now_grain + self.policy.lifetime_grains;
         // ORDERING: Relaxed: read again by the next refill, after its Acquire claim pairs
         // with the Release publish below.
         cell.lease_units.store(lease_units, Ordering::Relaxed);
+        claim.published = true;
         let held_after = cell.publish(now_grain, granted, spent, deadline);
         if spent > 0 {
             return Some(self.served_locally(held_after, held_estimate(cell), cost, now));
@@ -774,9 +800,9 @@ pub mod loom_hooks {
             self.0.spend(now_grain, cost)
         }
 
-        /// [`LeaseCell::claim`]: the word before, or `None`.
-        pub fn claim(&self) -> Option<u64> {
-            self.0.claim()
+        /// [`LeaseCell::claim`] at `now_grain`: the word before, or `None`.
+        pub fn claim(&self, now_grain: u64) -> Option<u64> {
+            self.0.claim(now_grain)
         }
 
         /// [`LeaseCell::publish`]: the units left.

@@ -74,13 +74,14 @@ impl LeaseCell {
         }
     }
 
-    /// Claims the key for a refill: the word before the claim, or `None` when a refill is in
-    /// flight (or a spend moved the word meanwhile: the caller goes on without a refill).
+    /// Claims the key for a refill at `now_grain` ([`word::claim`]: lapsed units go): the word
+    /// before the claim, or `None` when a refill is in flight (or a spend moved the word
+    /// meanwhile: the caller goes on without a refill).
     #[inline]
-    pub(crate) fn claim(&self) -> Option<u64> {
+    pub(crate) fn claim(&self, now_grain: u64) -> Option<u64> {
         // ORDERING: Relaxed: the compare-and-swap below is the synchronising access.
         let observed = self.word.load(Ordering::Relaxed);
-        let claimed = word::claim(observed)?;
+        let claimed = word::claim(observed, now_grain)?;
         // ORDERING: Acquire on success pairs with the Release of the publish that ended the
         // key's last refill: its token and lease size are visible to this holder.
         self.word
@@ -94,7 +95,7 @@ impl LeaseCell {
     pub(crate) fn claim_all(&self) -> Option<u64> {
         // ORDERING: Relaxed: the compare-and-swap below is the synchronising access.
         let observed = self.word.load(Ordering::Relaxed);
-        let claimed = word::claim(observed)? & !word::MAX_UNITS;
+        let claimed = word::claim(observed, 0)? & !word::MAX_UNITS;
         // ORDERING: Acquire on success, as in `claim`.
         self.word
             .compare_exchange(observed, claimed, Ordering::Acquire, Ordering::Relaxed)

@@ -94,14 +94,19 @@ pub(crate) fn spend(word: u64, now_grain: u64, cost: u64) -> Spend {
     }
 }
 
-/// Claims the key for a refill: the word with the flag set, or `None` if a refill is in flight.
+/// Claims the key for a refill at `now_grain`: the word with the flag set and, if its lease
+/// has lapsed, its units dropped (so that a spend with an earlier reading can no longer take
+/// units the refill gives back); `None` if a refill is in flight.
 #[inline]
-pub(crate) fn claim(word: u64) -> Option<u64> {
+pub(crate) fn claim(word: u64, now_grain: u64) -> Option<u64> {
     if is_refilling(word) {
-        None
-    } else {
-        Some(word | REFILLING)
+        return None;
     }
+    let claimed = word | REFILLING;
+    if now_grain >= deadline(word) {
+        return Some(claimed & !MAX_UNITS);
+    }
+    Some(claimed)
 }
 
 /// What a refill publishes.
@@ -207,10 +212,18 @@ mod tests {
 
     #[test]
     fn one_refill_at_a_time() {
-        let claimed = claim(lease(2, 100)).unwrap();
+        let claimed = claim(lease(2, 100), 50).unwrap();
         assert!(is_refilling(claimed));
         assert_eq!(units(claimed), 2);
-        assert_eq!(claim(claimed), None);
+        assert_eq!(claim(claimed, 50), None);
+    }
+
+    #[test]
+    fn a_claim_drops_lapsed_units_so_no_stale_reading_spends_them() {
+        let claimed = claim(lease(2, 100), 100).unwrap();
+        assert_eq!(units(claimed), 0);
+        // A spend with a reading before the deadline finds nothing left.
+        assert_eq!(spend(claimed, 99, 1), Spend::Short { held: 0 });
     }
 
     #[test]
