@@ -22,15 +22,16 @@
 //! - A thread that owns a *counting slot* counts on its slot's stripe, which no other thread
 //!   writes: each count is a Relaxed load and a Relaxed store of the sum, with no locked
 //!   instruction (one of each for a check of one unit, two otherwise). A thread claims a slot
-//!   (a compare-and-swap, Acquire) at its first count in the process, and a thread-local's
-//!   destructor frees it (a Release store) when the thread ends; the next owner's loads then
-//!   read the last owner's stores, so a slot passing from thread to thread loses nothing.
-//!   There are twice as many slots as the machine has hardware threads (at least 8, at most
-//!   256), shared by every set of counters in the process.
+//!   (a compare-and-swap, Acquire) before its first counted check in the process (before the
+//!   check decides, so that the count after the decision is a few instructions and no call),
+//!   and a thread-local's destructor frees it (a Release store) when the thread ends; the next
+//!   owner's loads then read the last owner's stores, so a slot passing from thread to thread
+//!   loses nothing. There are twice as many slots as the machine has hardware threads (at least
+//!   8, at most 256), shared by every set of counters in the process.
 //! - A thread that owns none (more threads alive than slots, or a thread whose thread-locals
 //!   are being destroyed) counts on a shared stripe picked by its number, with a Relaxed
 //!   `fetch_add`, so threads sharing a stripe lose nothing; it tries to claim a slot again
-//!   every 4,096 counts.
+//!   every 4,096 checks.
 //!
 //! The stripes and the slot protocol are in `stripes.rs` and `striped/thread_stripe.rs`; a loom
 //! model (`loom-tests/tests/counters.rs`) checks the totals when a slot passes from an ended

@@ -8,13 +8,13 @@
 //!   shared stripes too.
 //! - **Counting slots.** A process-wide registry of [`slot_count`] slots, one flag each. A
 //!   thread that counts (a limiter's counters, the HTTP layer's statistics:
-//!   `counters::stripes`) claims a free slot with a compare-and-swap (Acquire) at its first
-//!   count and owns it until it ends, when a thread-local's destructor frees it (a Release
-//!   store); a later thread may then claim it. Every set of counters keeps one stripe per slot,
-//!   which only the slot's owner writes: with a plain load and store, no locked instruction. A
-//!   thread that owns no slot (all taken, or its thread-locals already destroyed) counts on
-//!   shared stripes with `fetch_add`, and tries to claim a slot again every
-//!   [`CLAIM_RETRY`] counts.
+//!   `counters::stripes`) claims a free slot with a compare-and-swap (Acquire) before its first
+//!   count ([`ready_to_count`], called before a check decides) and owns it until it ends, when
+//!   a thread-local's destructor frees it (a Release store); a later thread may then claim it.
+//!   Every set of counters keeps one stripe per slot, which only the slot's owner writes: with a
+//!   plain load and store, no locked instruction. A thread that owns no slot (all taken, or its
+//!   thread-locals being destroyed) counts on shared stripes with `fetch_add`, and tries to
+//!   claim a slot again every [`CLAIM_RETRY`] counts.
 //!
 //! # Why a load and a store lose no count
 //!
@@ -24,14 +24,20 @@
 //! sequenced before the owner's Release store that frees the slot, which the next owner's claim
 //! reads (Acquire). So every load of an owned stripe reads the latest value in that stripe's
 //! modification order (its own last store, or the previous owner's), and the store after it
-//! adds to that value: the stripe's values only grow, and none is lost. A reader summing with
-//! Relaxed loads after joining the counting threads reads their last stores.
+//! adds to that value: the stripe's values only grow, and none is lost. The destructor marks
+//! the thread as owning no slot before it frees the slot, so a count the thread makes later
+//! (from another thread-local's destructor) goes to a shared stripe, never beside the next
+//! owner. A reader summing with Relaxed loads after joining the counting threads reads their
+//! last stores (a join also orders the thread's destructors before it, but the counts need only
+//! their own stores, which precede the destructor).
 //!
 //! A thread whose destructor never runs (a process exiting, a thread-local first touched while
 //! the thread's other thread-locals are being destroyed) keeps its slot for good: the registry
-//! then has one slot fewer, and correctness is untouched. A thread whose slot thread-local can no
-//! longer be reached (`try_with` fails during or after its destruction) counts on the shared
-//! stripes.
+//! then has one slot fewer, and correctness is untouched. The slot a thread owns is read from a
+//! thread-local with no destructor (one load, and readable to the end of the thread); the
+//! destructor is a second thread-local's, touched only by a thread that owns no slot. One whose
+//! guard can no longer be reached (`try_with` fails during or after its destruction) claims
+//! nothing and counts on the shared stripes.
 
 use crate::sync::{AtomicBool, Ordering, ThreadCounter};
 use core::cell::Cell;
