@@ -121,7 +121,7 @@ impl<const FIELDS: usize> Stripes<FIELDS> {
     }
 
     /// Shared stripe `number` (reduced modulo the shared stripe count): for tests that pick the
-    /// stripes their threads share, and for [`unowned`](Self::unowned).
+    /// stripes their threads share, and for [`mine`](Self::mine).
     #[inline]
     pub(crate) fn on_shared_stripe(&self, number: usize) -> Stripe<'_, FIELDS> {
         Stripe::Shared(&self.shared[number & self.shared_mask])
