@@ -6,7 +6,7 @@
 //! checker sees every synchronising operation the crate performs.
 
 #[cfg(not(nanolimit_loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 /// The leased Redis limiter's table of keys (feature `redis`).
 #[cfg(all(not(nanolimit_loom), feature = "redis"))]
 pub(crate) use std::sync::RwLock;
@@ -14,7 +14,7 @@ pub(crate) use std::sync::RwLock;
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 #[cfg(nanolimit_loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 #[cfg(all(nanolimit_loom, feature = "redis"))]
 pub(crate) use loom::sync::RwLock;
 #[cfg(nanolimit_loom)]
@@ -39,3 +39,9 @@ pub(crate) use std::thread::{current as current_thread, park, Thread};
 /// every build. It is a `static` (loom's atomics cannot be), and it orders nothing: it only
 /// hands out distinct numbers, so no model needs to see it. Loom models pick stripes explicitly.
 pub(crate) use core::sync::atomic::AtomicUsize as ThreadCounter;
+
+/// How many counting slots the machine gets (`striped::thread_stripe::slot_count`), computed
+/// once: std's in normal builds (loom builds use a constant, and never touch it). Configuration,
+/// not synchronisation: every thread reads the same number, and nothing else is ordered by it.
+#[cfg(not(nanolimit_loom))]
+pub(crate) use std::sync::OnceLock;

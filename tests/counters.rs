@@ -108,6 +108,84 @@ fn direct_totals_are_exact_after_a_multi_thread_run() {
 }
 
 #[test]
+fn totals_are_exact_over_waves_of_short_lived_threads_outnumbering_the_slots() {
+    // Threads own a counting slot from their first count until they end (at most 256 slots on
+    // any machine): 40 waves of 8 threads, 320 in all, beside two threads that count
+    // throughout and so hold their slots, or the shared stripes, for the whole test. Each wave's
+    // threads claim the slots the previous wave freed and continue from their stripes' values;
+    // those that find none count on the shared stripes. After each wave, the totals of the
+    // joined waves are exact, and a read is never below the one before.
+    const WAVES: usize = 40;
+    const PER_WAVE: usize = 8;
+    const CHECKS: u64 = 500;
+    let quota = Gcra::per_second(1).unwrap().with_burst(2_000).unwrap();
+    let limiter = Arc::new(Limiter::with_clock(quota, ManualClock::new()).with_counters());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let steady: Vec<_> = (0..2)
+        .map(|thread| {
+            let limiter = Arc::clone(&limiter);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut seen = Seen::default();
+                let mut call = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let cost = cost_of(thread, call);
+                    let at = Timestamp::ORIGIN;
+                    let allowed = limiter
+                        .check_with(Request::cost(cost).at(at))
+                        .unwrap()
+                        .is_allowed();
+                    seen.add(allowed, cost);
+                    call += 1;
+                }
+                seen
+            })
+        })
+        .collect();
+    let mut waves_seen = Vec::new();
+    let mut last_read = Totals::default();
+    for wave in 0..WAVES {
+        let threads: Vec<_> = (0..PER_WAVE)
+            .map(|thread| {
+                let limiter = Arc::clone(&limiter);
+                std::thread::spawn(move || {
+                    let mut seen = Seen::default();
+                    for call in 0..CHECKS {
+                        let cost = cost_of(wave + thread, call);
+                        let at = Timestamp::ORIGIN;
+                        let allowed = limiter
+                            .check_with(Request::cost(cost).at(at))
+                            .unwrap()
+                            .is_allowed();
+                        seen.add(allowed, cost);
+                    }
+                    seen
+                })
+            })
+            .collect();
+        waves_seen.extend(threads.into_iter().map(|thread| thread.join().unwrap()));
+        let read = limiter.totals().unwrap();
+        let joined = Seen::sum(waves_seen.iter().copied());
+        assert!(
+            read.allowed >= joined.allowed && read.denied >= joined.denied,
+            "after wave {wave}: {read:?} misses the joined threads' {joined:?}"
+        );
+        assert!(
+            read.allowed >= last_read.allowed && read.denied >= last_read.denied,
+            "after wave {wave}: {read:?} below the previous read {last_read:?}"
+        );
+        last_read = read;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let steady_seen = steady.into_iter().map(|thread| thread.join().unwrap());
+    let expected = Seen::sum(waves_seen.into_iter().chain(steady_seen));
+    let totals = limiter.totals().unwrap();
+    assert_eq!(totals, expected);
+    assert!(totals.allowed > 0 && totals.denied > 0, "{totals:?}");
+    assert!(totals.calls() >= (WAVES * PER_WAVE) as u64 * CHECKS);
+}
+
+#[test]
 fn direct_totals_count_every_check_form_and_no_peek() {
     let limiter = Limiter::with_clock(FixedWindow::per_second(4).unwrap(), ManualClock::new())
         .with_counters();

@@ -8,18 +8,34 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | [`Totals`], and the counters a limiter keeps |
-//! | `stripes.rs` | striped, cache-padded `u64` counts (also the HTTP layer's statistics) |
+//! | `stripes.rs` | striped, cache-padded `u64` counts, owned per thread or shared (also the HTTP layer's statistics) |
 //! | `export.rs` | the `metrics` feature: names, labels, recording |
 //!
 //! # How a check is counted
 //!
 //! After its decision, a check adds one call to the allowed or the denied count of the calling
-//! thread's stripe (a cache-padded line of its own per stripe, picked by the thread's number as
-//! the [`StripedLimiter`](crate::StripedLimiter)'s stripes are), and, if its cost is not 1,
-//! its cost less one to the matching "extra units" count: one Relaxed `fetch_add` for a check
-//! of one unit, two otherwise. The state word is never written for counting, so a denial still
-//! writes nothing to it, and threads on different stripes write different lines. Every count is
-//! an atomic add, so threads sharing a stripe (more threads than stripes) lose nothing.
+//! thread's stripe (a cache-padded line of its own per stripe) and, if its cost is not 1, its
+//! cost less one to the matching "extra units" count. The state word is never written for
+//! counting, so a denial still writes nothing to it, and threads on different stripes write
+//! different lines.
+//!
+//! - A thread that owns a *counting slot* counts on its slot's stripe, which no other thread
+//!   writes: each count is a Relaxed load and a Relaxed store of the sum, with no locked
+//!   instruction (one of each for a check of one unit, two otherwise). A thread claims a slot
+//!   (a compare-and-swap, Acquire) before its first counted check in the process (before the
+//!   check decides, so that the count after the decision is a few instructions and no call),
+//!   and a thread-local's destructor frees it (a Release store) when the thread ends; the next
+//!   owner's loads then read the last owner's stores, so a slot passing from thread to thread
+//!   loses nothing. There are twice as many slots as the machine has hardware threads (at least
+//!   8, at most 256), shared by every set of counters in the process.
+//! - A thread that owns none (more threads alive than slots, or a thread whose thread-locals
+//!   are being destroyed) counts on a shared stripe picked by its number, with a Relaxed
+//!   `fetch_add`, so threads sharing a stripe lose nothing; it tries to claim a slot again
+//!   every 4,096 checks.
+//!
+//! The stripes and the slot protocol are in `stripes.rs` and `striped/thread_stripe.rs`; a loom
+//! model (`loom-tests/tests/counters.rs`) checks the totals when a slot passes from an ended
+//! thread to another.
 //!
 //! Counted: checks ([`check`](crate::Limiter::check), [`check_at`](crate::Limiter::check_at),
 //! [`check_with`](crate::Limiter::check_with), and their keyed forms), a check of cost 0 as one
@@ -60,9 +76,18 @@
 
 #[cfg(feature = "metrics")]
 pub(crate) mod export;
+
+/// Frees the calling thread's counting slot, as the thread's end would: for the loom models,
+/// whose threads call it as their last act (loom runs thread-local destructors only after the
+/// thread's `join` has returned; see `striped/thread_stripe.rs`).
+#[cfg(nanolimit_loom)]
+#[doc(hidden)]
+pub fn end_of_thread() {
+    crate::striped::thread_stripe::release_slot();
+}
 pub(crate) mod stripes;
 
-use stripes::Stripes;
+use stripes::{Stripe, Stripes};
 
 /// Checks allowed (field), calls.
 const ALLOWED_CALLS: usize = 0;
@@ -150,6 +175,13 @@ mod sealed {
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
 pub trait Counting: sealed::Sealed + Send + Sync + core::fmt::Debug {
+    /// Readies the calling thread to count ([`Counters`]: claims a counting slot at its first
+    /// check, or when it is due to try again), before the check decides: then
+    /// [`record`](Self::record), after the decision, makes no call (a call there kept the
+    /// compiler from leaving the decision in registers).
+    #[doc(hidden)]
+    fn ready(&self);
+
     /// Counts one check of `cost` units, allowed or denied (nothing, for [`NoCounters`]).
     #[doc(hidden)]
     fn record(&self, allowed: bool, cost: u64);
@@ -175,6 +207,9 @@ pub struct NoCounters;
 impl sealed::Sealed for NoCounters {}
 
 impl Counting for NoCounters {
+    #[inline(always)]
+    fn ready(&self) {}
+
     #[inline(always)]
     fn record(&self, _allowed: bool, _cost: u64) {}
 
@@ -216,22 +251,20 @@ impl Counters {
         }
     }
 
-    /// [`Counting::record`] on stripe `number` (modulo the stripe count): for tests that
-    /// pick the stripes their threads share.
+    /// [`Counting::record`] on shared stripe `number` (modulo the shared stripe count): for
+    /// tests that pick the stripes their threads share.
     #[cfg(test)]
     pub(crate) fn record_on_stripe(&self, number: usize, allowed: bool, cost: u64) {
-        self.record_on(self.stripes.on_stripe(number), allowed, cost);
+        self.record_on(self.stripes.on_shared_stripe(number), allowed, cost);
     }
 
     #[inline]
-    fn record_on(&self, stripe: &[crate::sync::AtomicU64; FIELDS], allowed: bool, cost: u64) {
+    fn record_on(&self, stripe: Stripe<'_, FIELDS>, allowed: bool, cost: u64) {
         let calls = if allowed { ALLOWED_CALLS } else { DENIED_CALLS };
-        // ORDERING: Relaxed: statistics (see `Stripes::add`), summed with Relaxed loads.
-        stripe[calls].fetch_add(1, crate::sync::Ordering::Relaxed);
+        stripe.add(calls, 1);
         if cost != 1 {
             // Units are kept as calls plus this extra, modulo 2^64: a cost of 0 adds 2^64 − 1.
-            // ORDERING: Relaxed, as above.
-            stripe[calls + 1].fetch_add(cost.wrapping_sub(1), crate::sync::Ordering::Relaxed);
+            stripe.add(calls + 1, cost.wrapping_sub(1));
         }
     }
 
@@ -251,6 +284,11 @@ impl Counters {
 impl sealed::Sealed for Counters {}
 
 impl Counting for Counters {
+    #[inline]
+    fn ready(&self) {
+        crate::striped::thread_stripe::ready_to_count();
+    }
+
     /// Counts one check of `cost` units, allowed or denied, on the calling thread's stripe.
     #[inline]
     fn record(&self, allowed: bool, cost: u64) {
