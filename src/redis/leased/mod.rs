@@ -74,7 +74,7 @@ use word::Spend;
 /// units of a key's shared budget in batches (one script call each) and admits from them with
 /// one compare-and-swap, so a check costs nanoseconds instead of a round trip, at the price of
 /// a stated over-admission: at most `processes × largest lease` units per key beyond the quota
-/// in any interval (the [module documentation](self) has the argument).
+/// in any interval (the module documentation, `src/redis/leased/mod.rs`, has the argument).
 ///
 /// Built on a [`RedisLimiter<Gcra>`](RedisLimiter), whose key names, epoch, timeout and failure
 /// policy it uses: processes sharing a prefix share each key's budget, whether they lease or
