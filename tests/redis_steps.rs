@@ -124,9 +124,17 @@ fn ceil_ms(duration: Duration) -> Duration {
     Duration::from_millis(duration.as_nanos().div_ceil(1_000_000) as u64)
 }
 
-/// Times at the edges of the clock's range, and random ones.
+/// Times at the edges of the clock's range and of the scripts' limbs (24 bits; a double's 53
+/// bits), and random ones.
 fn times(rng: &mut impl Rng, extra: &[u64]) -> Vec<Timestamp> {
     let mut ns = vec![0, 1, 999_999_999, 1_000_000_000, HORIZON_NS - 1, HORIZON_NS];
+    ns.extend([
+        (1 << 24) - 1,
+        1 << 24,
+        (1 << 48) - 1,
+        1 << 48,
+        (1 << 53) + 1,
+    ]);
     ns.extend_from_slice(extra);
     ns.extend((0..4).map(|_| rng.gen_range(0..=HORIZON_NS)));
     ns.into_iter()
@@ -140,7 +148,15 @@ async fn gcra_cases(url: &str, quota: Gcra, seed: u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let limit = quota.limit();
     let costs = [0, 1, limit / 2, limit.saturating_sub(1), limit];
-    for at in times(&mut rng, &[86_400_000_000_000, 1 << 58]) {
+    // At 16 ticks per ns, 2^28 ns is 2^32 ticks: the scripts' tick limbs carry there.
+    let edges = [
+        86_400_000_000_000,
+        1 << 58,
+        (1 << 28) - 1,
+        1 << 28,
+        (1 << 28) + 1,
+    ];
+    for at in times(&mut rng, &edges) {
         let now = quota.instant(at).ticks();
         // The tolerance and one unit's increment, in ticks, from the quota's own step: the
         // admission of one unit on a fresh state writes now + T, of the burst now + tau.
@@ -165,6 +181,10 @@ async fn gcra_cases(url: &str, quota: Gcra, seed: u64) {
             Some(now + tolerance),
             Some(now + tolerance + 1),
             Some(now.saturating_sub(tolerance)),
+            // The low 32 bits all ones, and one past: a carry in the scripts' tick limbs.
+            Some(now | 0xffff_ffff),
+            Some((now | 0xffff_ffff) + 1),
+            Some((now + tolerance) | 0xffff_ffff),
             Some((1 << 63) + (1 << 62)),
             Some(u64::MAX),
             Some(rng.gen()),
@@ -218,12 +238,20 @@ async fn window_cases<Q: RedisQuota>(
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let limit = quota.limit();
     let costs = [0, 1, limit.saturating_sub(1), limit];
+    // The last window's start, and multiples of the window where the scripts' estimate of the
+    // quotient (in doubles) is most likely off by one.
+    let last = HORIZON_NS / window_ns * window_ns;
     let edges = [
         window_ns - 1,
         window_ns,
         window_ns + 1,
         3 * window_ns / 2,
         1 << 50,
+        last - 1,
+        last,
+        last.saturating_add(1).min(HORIZON_NS),
+        (1 << 55) / window_ns * window_ns,
+        ((1 << 55) / window_ns * window_ns).saturating_sub(1),
     ];
     for at in times(&mut rng, &edges) {
         let index = at.as_ns() / window_ns;

@@ -227,13 +227,6 @@ impl WindowLength {
             .map_or(0, |index| index * self.window_ns)
     }
 
-    /// The reciprocal and its shift: `window index = (now_ns × reciprocal) >> shift`, the
-    /// division a store outside the process repeats (the Redis scripts, `src/redis/`).
-    #[cfg(feature = "redis")]
-    pub(crate) fn reciprocal(&self) -> (u64, u32) {
-        (self.reciprocal, self.reciprocal_shift)
-    }
-
     #[inline]
     pub(crate) fn instant(&self, now: Timestamp) -> WindowInstant {
         let now_ns = now.as_ns();

@@ -62,8 +62,9 @@ pub struct RedisLimiter<Q: RedisQuota> {
     pub(crate) store: Store,
 }
 
-/// What a script replies: admitted or not, the word decided on, the time judged at.
-type Reply = (i64, String, String);
+/// What a script replies: admitted or not, the word decided on, the time judged at (as its
+/// high and low parts, `high·2^24 + low` ns).
+type Reply = (i64, String, u64, u64);
 
 impl<Q: RedisQuota> RedisLimiter<Q> {
     /// A builder for a limiter applying `quota` to every key.
@@ -337,9 +338,13 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
 
     /// The decision a script's reply describes, made by the same code as in process; `None`
     /// for a reply that is not one of the scripts'.
-    fn decision(&self, (allowed, word, at): Reply, cost: u64) -> Option<Decision<Q>> {
+    fn decision(&self, (allowed, word, at_high, at_low): Reply, cost: u64) -> Option<Decision<Q>> {
         let word = u64::from_str_radix(&word, 16).ok()?;
-        let at = Timestamp::from_ns(u64::from_str_radix(&at, 16).ok()?).ok()?;
+        // The time judged at, high·2^24 + low ns (see `lua/prelude.lua`).
+        if at_low >= 1 << 24 {
+            return None;
+        }
+        let at = Timestamp::from_ns(at_high.checked_mul(1 << 24)?.checked_add(at_low)?).ok()?;
         let allowed = match allowed {
             1 => true,
             0 => cost == 0,

@@ -12,8 +12,11 @@
 //! - Each script implements only the algorithm's step (admit? the new word), with exact
 //!   integer arithmetic: Redis Lua numbers are doubles, exact only below 2^53, while GCRA ticks
 //!   reach 2^63 and the sliding window multiplies counts by nanoseconds; so the scripts compute
-//!   on limbs of 16 bits (`src/redis/lua/prelude.lua`), from values the client computes with
-//!   the quota's own code (the increment of the cost, the tolerance, the scale of the time).
+//!   on limbs of 24 or 32 bits held in locals (`src/redis/lua/prelude.lua`), every product and
+//!   sum below 2^53, from values the client computes with the quota's own code (the increment
+//!   of the cost, the tolerance, the scale of the time) and passes already split into limbs.
+//!   A script defines no functions and builds no tables but its reply: on the server, a check
+//!   costs little more than its `TIME`, `GET` and `SET` (see `docs/performance.md`).
 //! - The script returns the word it decided on and the time it judged at, and the client
 //!   builds the [`Decision`](crate::Decision) (limit, remaining, reset-after, retry-after) with
 //!   the same code as the in-process limiters. The tests (`tests/redis_*.rs`) check the
@@ -33,7 +36,7 @@
 //! | [`Gcra`](crate::Gcra), [`SlidingWindow`](crate::SlidingWindow), [`FixedWindow`](crate::FixedWindow) | [`RedisLimiter`] | the quota's state word | [`Decision`](crate::Decision) |
 //! | [`SlidingLog`](crate::sliding_log::SlidingLog) (exact) | [`RedisSlidingLogLimiter`] | a sorted set, one member per unit in the window (up to [`MAX_SLIDING_LOG_LIMIT`]) | [`SlidingLogDecision`](crate::sliding_log::SlidingLogDecision) |
 //!
-//! The sliding log's script keeps every time exact without limbs: its members are named by
+//! The sliding log's script keeps every time exact without scores: its members are named by
 //! their times as 16 hex digits, all of score 0, and it selects them by lexicographic ranges
 //! (see [`RedisSlidingLogLimiter`]); both limiters share the builder, the time, the failure
 //! policy and the statistics below.

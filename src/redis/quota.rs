@@ -1,7 +1,9 @@
 //! What each quota hands its Redis script: the script (the quota's step in Lua, on the quota's
 //! own state word) and the per-call arguments, computed here with the quota's own numbers so
 //! that the script does only exact integer additions, comparisons and the instant's
-//! conversion.
+//! conversion. The arguments are decimal numbers below 2^53, already split into the limbs the
+//! script computes on, so that it reads each by coercion, with no function call (see
+//! `lua/prelude.lua`).
 
 use crate::quota::{FixedWindow, Gcra, Quota, SlidingWindow, WindowLength};
 use ::redis::Script;
@@ -38,9 +40,23 @@ pub trait RedisQuota: Quota {
     fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>);
 }
 
-/// A u64 as the scripts read it: 16 hex digits.
+/// A u64 as the scripts read a word or a time: 16 hex digits.
 pub(crate) fn hex(value: u64) -> String {
     format!("{value:016x}")
+}
+
+/// A u64 as two decimal arguments: its bits 48 and up, and its low 48 bits (the scripts split
+/// the latter into limbs of 24 bits).
+pub(crate) fn push_high_and_low_48(value: u64, arguments: &mut Vec<String>) {
+    arguments.extend([
+        (value >> 48).to_string(),
+        (value & ((1 << 48) - 1)).to_string(),
+    ]);
+}
+
+/// A u64 as two decimal arguments: its high and low 32 bits.
+fn push_high_and_low_32(value: u64, arguments: &mut Vec<String>) {
+    arguments.extend([(value >> 32).to_string(), (value & 0xffff_ffff).to_string()]);
 }
 
 static GCRA_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
@@ -80,13 +96,17 @@ impl RedisQuota for Gcra {
         // For the expiry only: a little over the true value, so a key never expires early.
         let ns_per_tick = (1u64 << scale.ticks_per_ns_shift) as f64 / scale.ticks_per_ns_q59 as f64
             * (1.0 + f64::EPSILON * 4.0);
-        arguments.extend([
-            hex(scale.ticks_per_ns_q59),
-            scale.ticks_per_ns_shift.to_string(),
-            hex(scale.tolerance_ticks),
-            hex(increment_ticks),
-            format!("{ns_per_tick:e}"),
-        ]);
+        // The script's reading is `(now_ns × scale) >> 59`, the shift written out in it.
+        debug_assert_eq!(scale.ticks_per_ns_shift, 59);
+        // The scale is at most 2^63: its bits 48 and up are at most 2^15.
+        push_high_and_low_48(scale.ticks_per_ns_q59, arguments);
+        match scale.tolerance_ticks.checked_sub(increment_ticks) {
+            Some(slack) => push_high_and_low_32(slack, arguments),
+            // Never admitted (the script's `-1`).
+            None => arguments.extend(["-1".to_owned(), "0".to_owned()]),
+        }
+        push_high_and_low_32(increment_ticks, arguments);
+        arguments.push(format!("{ns_per_tick:e}"));
     }
 }
 
@@ -98,11 +118,8 @@ fn push_window_arguments(
     cost: u64,
     arguments: &mut Vec<String>,
 ) {
-    let (reciprocal, shift) = length.reciprocal();
+    push_high_and_low_48(length.window_ns, arguments);
     arguments.extend([
-        hex(length.window_ns),
-        hex(reciprocal),
-        shift.to_string(),
         limit.to_string(),
         forward_windows.to_string(),
         cost.to_string(),

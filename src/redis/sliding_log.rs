@@ -3,7 +3,7 @@
 
 use super::builder::RedisLimiterBuilder;
 use super::policy::FailurePolicy;
-use super::quota::hex;
+use super::quota::push_high_and_low_48;
 use super::stats::RedisStats;
 use super::store::{Call, Store};
 use crate::clock::Timestamp;
@@ -361,11 +361,8 @@ impl RedisSlidingLogLimiter {
     /// The script call for a request (see `lua/sliding_log.lua` for the arguments).
     fn call(&self, key: &str, cost: u64, at: Option<Timestamp>, apply: bool) -> Call {
         let mut arguments = self.store.common_arguments(at, apply);
-        arguments.extend([
-            hex(self.quota.window_ns()),
-            self.quota.limit().to_string(),
-            cost.to_string(),
-        ]);
+        push_high_and_low_48(self.quota.window_ns(), &mut arguments);
+        arguments.extend([self.quota.limit().to_string(), cost.to_string()]);
         (self.key_name(key), arguments)
     }
 

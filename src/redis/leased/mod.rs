@@ -253,12 +253,8 @@ enum Served {
 
 /// The give-back script: lowers the key's word by a lease's unused units if Redis still holds
 /// the word that lease wrote.
-static GIVE_BACK_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("../lua/prelude.lua"),
-        include_str!("../lua/give_back.lua")
-    ))
-});
+static GIVE_BACK_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../lua/give_back.lua")));
 
 impl LeasedRedisLimiter<QuantaClock> {
     /// A builder for a limiter that leases from `shared`'s keys.

@@ -4,6 +4,9 @@
 local MODULUS = 1099511627776
 local stored_index = tonumber(string.sub(stored, 1, 10), 16)
 local count = tonumber(string.sub(stored, 11, 16), 16)
+if #stored ~= 16 or not (stored_index and count) then
+  error('nanolimit: not a 16-hex-digit word: ' .. stored)
+end
 local now_index = window_index % MODULUS
 local distance = (now_index - stored_index) % MODULUS
 
@@ -18,12 +21,16 @@ else
 end
 
 if not (cost <= limit and count + cost <= limit) then
-  return {0, stored, u64_to_hex(now_ns)}
+  return {0, stored, now_high, n0}
 end
 if not APPLY then
-  return {1, stored, u64_to_hex(now_ns)}
+  return {1, stored, now_high, n0}
 end
 local word = string.format('%010x%06x', index, count + cost)
--- Fresh when the judged window ends.
-redis.call('SET', KEYS[1], word, 'PX', window_expiry_ms(index, MODULUS, 0))
-return {1, word, u64_to_hex(now_ns)}
+-- Fresh when the judged window ends (see window.lua).
+local ms = (((index - now_index) % MODULUS) * window + window
+  - (e2 * 281474976710656 + (e1 * 16777216 + e0))) / 1000000
+ms = ms - ms % 1 + 2
+if ms > 576460752304 then ms = 576460752304 end
+redis.call('SET', KEYS[1], word, 'PX', ms)
+return {1, word, now_high, n0}
