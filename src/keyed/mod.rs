@@ -361,7 +361,10 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     ///   ([`WhenFull::EvictClosestToFresh`]): so a check of the removed key that was under way
     ///   never lands on another key's state. A removal frees no capacity sooner. In a table
     ///   that evicts, the key's next check does not take its own entry back (an evicted state
-    ///   may have been live in that slot): the entry waits, as another key's would.
+    ///   may have been live in that slot): the entry waits, as another key's would. A
+    ///   [`peek`](Self::peek) does not see the key's own removed entry: where the key's other
+    ///   slots are all live, a peek right after the removal reports what a new key would get
+    ///   (under [`WhenFull::Deny`], refused), while the check takes its entry back.
     /// - **Reservations and tiers.** A key has one state for every tier: removing it forgets
     ///   it for all. A [reservation](Self::reserve) of any key of the shard booked before the
     ///   removal gives nothing back if cancelled after it.

@@ -85,8 +85,8 @@
 //! - a check that read the hint word before the clear may still find the slot, holding the
 //!   key's identity and state: it is decided on them, through the same one attempt, guarded
 //!   driver and `unchanged_since` as any check, as a check made before the removal (its
-//!   interval overlaps it). It changes only the detached entry's word, which its key no longer
-//!   reaches, and which only grows.
+//!   interval overlaps it). It changes only that entry's word (or, once the key has taken the
+//!   slot back, the key's new entry's, below).
 //!
 //! To any other key, a detached entry is an entry like any other to the slot choice: reused
 //! once its state is [equivalent to fresh](crate::Quota::is_fresh) (claimed from that state,
@@ -110,7 +110,11 @@
 //! greater than any word fresh at its time. An eviction breaks this (the evicted state may be
 //! live, far above a fresh one), so a table that evicts does not restart a removed key in its
 //! own slot: there, its detached entry waits to be fresh or evicted as any other's. Either way
-//! a removal frees no capacity sooner than the entry's state allows.
+//! a removal frees no capacity sooner than the entry's state allows. A peek of a new key
+//! chooses its slot without the lock and without its identity, so it does not see the key's
+//! own detached entry: in a shard whose other candidate slots are all live, a peek of a key
+//! just removed reports what a new key would get there, though its check takes its entry back.
+//! (Matching an identity there would need the torn-read checks of the lookup.)
 //!
 //! A reservation's cancellation looks its key up again: after the removal it finds the key's
 //! next entry, if any, never the detached one. Its step gives nothing back once the shard has

@@ -168,6 +168,9 @@ fn removed_entry_keeps_its_slot<M: KeyMode<u64>>() {
     let refused = limiter.check(&100);
     assert!(refused.is_denied() && refused.is_untracked());
     assert_eq!(refused.retry_after(), Duration::from_millis(500));
+    // A peek does not see key 0's own removed entry: judged as a new key's, refused.
+    let peeked = limiter.peek(&0);
+    assert!(peeked.is_denied() && peeked.is_untracked());
     // Key 0 itself takes it back at once, fresh (burst 2: 1 left).
     let back = limiter.check(&0);
     assert!(back.is_allowed() && !back.is_untracked());
