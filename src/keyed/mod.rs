@@ -67,8 +67,8 @@
 //!
 //! # Concurrency
 //!
-//! Checks of a present key are lock-free; inserts of new keys take their shard's insert lock,
-//! which checks never take. `src/keyed/protocol.rs` states the protocol and why it is free of
+//! Checks of a present key are lock-free; inserts of new keys, and removals of keys, take their
+//! shard's insert lock, which checks never take. `src/keyed/protocol.rs` states the protocol and why it is free of
 //! ABA (in these docs with `cargo doc --document-private-items`); `loom-tests/` model-checks it.
 
 mod hints;
@@ -118,6 +118,7 @@ use table::Table;
 /// | ask without consuming | [`peek`](Self::peek) | | [`peek_with`](Self::peek_with) |
 /// | book ahead (GCRA) | [`reserve`](Self::reserve) | | [`reserve_with`](Self::reserve_with) |
 /// | block until the booked start (GCRA) | [`wait`](Self::wait) | | [`wait_with`](Self::wait_with) |
+/// | forget a key (its next check is a new key's) | [`remove`](Self::remove) | | |
 ///
 /// ```
 /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
