@@ -237,6 +237,18 @@ fn evicting_a_removed_entry<M: KeyMode<u64>>() {
     for key in 1..8u64 {
         assert_eq!(limiter.peek(&key).remaining(), 1, "key {key}");
     }
+    // Nor does a removed key take its own entry back fresh in a table that evicts (an evicted
+    // state may have been live in that slot, above the fresh one): key 100, removed, evicts its
+    // own entry, the closest to fresh, and inherits its state.
+    assert!(limiter.remove(&100));
+    let back = limiter.check(&100);
+    assert!(back.is_allowed() && !back.is_untracked());
+    assert_eq!(
+        back.remaining(),
+        0,
+        "inherits its own state (2 used), not a fresh one"
+    );
+    assert_eq!(limiter.stats().evictions, 0);
 }
 
 #[test]
