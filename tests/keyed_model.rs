@@ -1,7 +1,7 @@
 //! Property tests: a keyed limiter decides exactly like a reference model, a
 //! `HashMap<key, state word>` driven by the quota's own step function, under random schedules
-//! of keys, clock readings (forward and backward), costs, peeks, and checks and peeks under
-//! tiers, while no new key finds its slots full: on a roomy table (many shards and buckets), and
+//! of keys, clock readings (forward and backward), costs, peeks, checks and peeks under tiers,
+//! and removals of keys (`remove`, a key the model forgets), while no new key finds its slots full: on a roomy table (many shards and buckets), and
 //! on a crowded one (one shard of two buckets, eight keys) where keys share buckets, live in the
 //! second of their two buckets, and share one-byte lookup hints.
 //!
@@ -61,6 +61,8 @@ enum Operation {
     CheckWith(usize),
     /// `peek_with` under the tier with this index.
     PeekWith(usize),
+    /// `remove`.
+    Remove,
 }
 
 /// One step of a schedule.
@@ -76,6 +78,9 @@ struct Event {
 /// The reference: one state word per key, absent meaning [`Quota::FRESH`].
 struct Model {
     states: HashMap<u64, u64>,
+    /// Keys given a state (absent before), and keys removed.
+    inserts: u64,
+    removals: u64,
     /// The largest lead of the quotas the table has used (see `Quota::judging_lead`).
     lead_ticks: u64,
 }
@@ -96,6 +101,8 @@ impl Model {
     fn new<Q: Quota>(table_quota: &Q) -> Self {
         Model {
             states: HashMap::new(),
+            inserts: 0,
+            removals: 0,
             lead_ticks: table_quota.lead_ticks(),
         }
     }
@@ -103,6 +110,13 @@ impl Model {
     /// A tier used on the table raises its lead before its decision.
     fn use_tier<Q: Quota>(&mut self, tier_quota: &Q) {
         self.lead_ticks = self.lead_ticks.max(tier_quota.lead_ticks());
+    }
+
+    /// Forgets `key`: whether it had a state.
+    fn remove(&mut self, key: u64) -> bool {
+        let removed = self.states.remove(&key).is_some();
+        self.removals += u64::from(removed);
+        removed
     }
 
     /// Applies one operation under `quota` (the table's, or a tier's as the table applies it);
@@ -133,7 +147,7 @@ impl Model {
             match quota.step(state, now, cost) {
                 Step::Allow(next) => {
                     if consume {
-                        self.states.insert(key, next);
+                        self.inserts += u64::from(self.states.insert(key, next).is_none());
                         (true, next)
                     } else {
                         (true, state)
@@ -190,6 +204,10 @@ fn run_against_model<Q: Quota + PartialEq, M: KeyMode<u64>>(
         });
         clock.set(now);
         let key = event.key % shape.keys;
+        if let Operation::Remove = event.operation {
+            prop_assert_eq!(limiter.remove(&key), model.remove(key), "step {}", index);
+            continue;
+        }
         let request = Request::cost(event.cost).at(now);
         let (actual, expected, quota) = match event.operation {
             Operation::Check => (
@@ -220,6 +238,7 @@ fn run_against_model<Q: Quota + PartialEq, M: KeyMode<u64>>(
                     *tier.quota(),
                 )
             }
+            Operation::Remove => unreachable!("handled above"),
         };
         match (actual, expected) {
             (Ok(decision), Ok(expected)) => {
@@ -252,7 +271,10 @@ fn run_against_model<Q: Quota + PartialEq, M: KeyMode<u64>>(
     prop_assert_eq!(stats.refused_new_keys, 0);
     prop_assert_eq!(stats.untracked_new_keys, 0);
     prop_assert_eq!(stats.evictions, 0);
-    prop_assert_eq!(stats.inserts, model.states.len() as u64);
+    // A removed key's next insert takes its own removed entry back (or a vacant slot): never
+    // a reclaim, so a key holds at most one slot, and the crowded table always has a vacant one.
+    prop_assert_eq!(stats.inserts, model.inserts);
+    prop_assert_eq!(stats.removals, model.removals);
     prop_assert_eq!(limiter.entries(), model.states.len());
     // And a final look at every key agrees with the model's state.
     let now = clock.now();
@@ -280,6 +302,7 @@ fn events(limit: u64, tiers: usize, scale_ns: u64) -> impl Strategy<Value = Vec<
         2 => Just(Operation::Peek),
         3 => (0..tiers).prop_map(Operation::CheckWith),
         1 => (0..tiers).prop_map(Operation::PeekWith),
+        1 => Just(Operation::Remove),
     ];
     // Costs up to a little above the table's limit: exercises all-or-nothing denials and the
     // impossible-cost errors (tiers have their own limits).

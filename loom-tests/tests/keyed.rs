@@ -164,6 +164,7 @@ fn stats(inserts: u64, reclaims: u64, evictions: u64) -> KeyedStats {
         refused_new_keys: 0,
         untracked_new_keys: 0,
         evictions,
+        removals: 0,
     }
 }
 

@@ -508,6 +508,7 @@ fn one_slot_handed_over(reclaims: u64, evictions: u64) -> KeyedStats {
         refused_new_keys: 0,
         untracked_new_keys: 0,
         evictions,
+        removals: 0,
     }
 }
 
@@ -729,6 +730,7 @@ fn keyed_a_cancelled_first_booking_never_hands_its_slot_back() {
                     refused_new_keys: 1,
                     untracked_new_keys: 0,
                     evictions: 0,
+                    removals: 0,
                 }
             );
         },

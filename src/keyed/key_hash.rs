@@ -206,6 +206,25 @@ impl<K: Hash + ?Sized, Q: Quota, C: Clock, N: Counting> KeyedLimiter<K, Q, C, Ha
         self.peek_identified(identity_hash, &[identity_hash], &self.quota, 1, now)
     }
 
+    /// Removes the key hashed to `hash`, as [`remove`](KeyedLimiter::remove) removes a key:
+    /// whether the table held it.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyHash, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_minute(1)?, 1_000)?;
+    /// let flow = KeyHash::new(7);
+    /// assert!(limiter.check_hash(flow).is_allowed());
+    /// assert!(limiter.check_hash(flow).is_denied());
+    /// assert!(limiter.remove_hash(flow));
+    /// assert!(limiter.check_hash(flow).is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remove_hash(&self, hash: KeyHash) -> bool {
+        let identity_hash = self.key_hash_seeds.identity_hash(hash);
+        self.remove_identified(identity_hash, &[identity_hash])
+    }
+
     /// Whether `request` for the key hashed to `hash` would pass, consuming and inserting
     /// nothing. Errors as [`peek_with`](KeyedLimiter::peek_with) does.
     ///

@@ -319,6 +319,9 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                         return self.log_check_slot(records, shard, slot, cost, reading_ns);
                     }
                     Ok(Candidate::Vacant(slot)) => (slot, None, None),
+                    Ok(Candidate::Removed { .. }) => {
+                        unreachable!("keyed sliding logs remove no key")
+                    }
                     Ok(Candidate::Reclaimable { slot, state }) => {
                         (slot, Some(state), Some(TableEvent::Reclaim))
                     }

@@ -67,8 +67,8 @@
 //!
 //! # Concurrency
 //!
-//! Checks of a present key are lock-free; inserts of new keys take their shard's insert lock,
-//! which checks never take. `src/keyed/protocol.rs` states the protocol and why it is free of
+//! Checks of a present key are lock-free; inserts of new keys, and removals of keys, take their
+//! shard's insert lock, which checks never take. `src/keyed/protocol.rs` states the protocol and why it is free of
 //! ABA (in these docs with `cargo doc --document-private-items`); `loom-tests/` model-checks it.
 
 mod hints;
@@ -118,6 +118,7 @@ use table::Table;
 /// | ask without consuming | [`peek`](Self::peek) | | [`peek_with`](Self::peek_with) |
 /// | book ahead (GCRA) | [`reserve`](Self::reserve) | | [`reserve_with`](Self::reserve_with) |
 /// | block until the booked start (GCRA) | [`wait`](Self::wait) | | [`wait_with`](Self::wait_with) |
+/// | forget a key (its next check is a new key's) | [`remove`](Self::remove) | | |
 ///
 /// ```
 /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
@@ -324,6 +325,59 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         Tier::new(quota, &self.quota, &self.lead)
     }
 
+    /// Removes `key` from the table: its next check is judged as a new key's, on a fresh state
+    /// (if a slot is free for it). Whether the table held `key`. For a limiter that forgets a
+    /// key on an event: failed logins cleared by a successful one, a client an operator lets
+    /// back in.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+    ///
+    /// // Three failed logins per user, then one a minute.
+    /// let failed_logins = KeyedLimiter::builder(Gcra::per_minute(1)?.with_burst(3)?)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// for _ in 0..3 {
+    ///     assert!(failed_logins.check(&"alice").is_allowed());
+    /// }
+    /// assert!(failed_logins.check(&"alice").is_denied());
+    /// // Alice logs in: her failures no longer count.
+    /// assert!(failed_logins.remove(&"alice"));
+    /// assert_eq!(failed_logins.peek(&"alice").remaining(), 3);
+    /// assert!(!failed_logins.remove(&"bob"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// - **Concurrency.** It takes the key's shard insert lock, as an insert does, and writes
+    ///   only the key's hint: checks never wait for it, nor slow down. A check of `key` that
+    ///   races the removal is decided on the key's old state (as if made before the removal)
+    ///   or as a new key's (after it), never on anything else; a check that happens after the
+    ///   removal (on its thread, or synchronised with it) is a new key's.
+    /// - **New key.** The key is judged as any new key: fresh, at its reading (no earlier than
+    ///   its shard's floor for new keys: the latest moment a reclaimed entry there became
+    ///   fresh), if a vacant slot or an entry equivalent to fresh is free for it; else as the
+    ///   table's [`WhenFull`] says (refused until a slot frees, inheriting an evicted entry's
+    ///   state, or admitted untracked).
+    /// - **Slots.** The removed entry stays in its slot, detached from its key, and the key's
+    ///   next check takes it back, fresh (unless the table evicts, below). Another key reuses
+    ///   it only once its state would have been fresh, as it reuses any entry, or evicts it
+    ///   ([`WhenFull::EvictClosestToFresh`]): so a check of the removed key that was under way
+    ///   never lands on another key's state. A removal frees no capacity sooner. In a table
+    ///   that evicts, the key's next check does not take its own entry back (an evicted state
+    ///   may have been live in that slot): the entry waits, as another key's would. A
+    ///   [`peek`](Self::peek) does not see the key's own removed entry: where the key's other
+    ///   slots are all live, a peek right after the removal reports what a new key would get
+    ///   (under [`WhenFull::Deny`], refused), while the check takes its entry back.
+    /// - **Reservations and tiers.** A key has one state for every tier: removing it forgets
+    ///   it for all. A [reservation](Self::reserve) of any key of the shard booked before the
+    ///   removal gives nothing back if cancelled after it.
+    ///
+    /// Keyed sliding logs and keyed in-flight limiters have no `remove`.
+    pub fn remove(&self, key: &K) -> bool {
+        let (hash, identity) = M::identify(&self.hasher, key);
+        self.remove_identified(hash, &identity)
+    }
+
     /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
     /// [`Request::at`]: a packet loop reads it once per batch.
     ///
@@ -378,8 +432,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         (self.memory_bytes() + self.capacity / 2) / self.capacity
     }
 
-    /// How many slots hold an entry, live or equivalent to fresh (entries are never removed,
-    /// only reused). Scans the whole table: for monitoring, not for the hot path.
+    /// How many keys the table holds, live or equivalent to fresh (entries are reused, not
+    /// swept; only [`remove`](Self::remove) takes one out). Scans the whole table: for
+    /// monitoring, not for the hot path.
     ///
     /// ```
     /// use nanolimit::{Gcra, KeyedLimiter};

@@ -35,6 +35,11 @@
 //!
 //! [`KeyedInFlightLimiter`]: crate::inflight::KeyedInFlightLimiter
 //!
+//! - **Removal** ([`KeyedLimiter::remove`]): take the shard's insert lock, find the key's
+//!   slot among every slot of its buckets, and clear its hint byte (a key's hint is never 0),
+//!   then count the removal. Nothing else is written: the state word and the identity stay as
+//!   they were, and the entry, *detached*, is no longer the key's (see "Removal" below).
+//!
 //! - **Keyed sliding logs** run their own check and insert paths on the same table
 //!   (`log_slots.rs`): the state word is a log's position, and freshness is read from the
 //!   records beside the table ([`choose_slot_by`](KeyedLimiter::choose_slot_by)). Their words
@@ -62,6 +67,64 @@
 //! of the true time that reclaims an entry can raise the floor no further than that entry's
 //! own fresh moment.
 //!
+//! # Removal
+//!
+//! A removal must leave no check of a later moment on the key's state, and must not lower the
+//! slot's word (the ABA argument below needs words that never return to an earlier key's). It
+//! changes neither word: it only hides the entry from the key. Under the insert lock it clears
+//! the slot's hint byte, which no key's placement produces, so:
+//!
+//! - the lock-free lookup (hint-filtered) no longer reads the slot, for any lookup whose read of
+//!   the bucket's hint word comes after the clear in that word's modification order: every
+//!   check that happens after the removal (and, on most hardware, every later one). Only
+//!   insert-lock holders write hint words, each from the latest value, and the byte stays 0
+//!   until the slot is given to another key (with its own identity);
+//! - the locked paths (inserts, removals) read every slot but skip one whose hint byte is 0
+//!   ([`Table::is_detached`], exact under the lock): the key's next check misses and inserts
+//!   the key as a new one (below), and a second removal finds nothing;
+//! - a check that read the hint word before the clear may still find the slot, holding the
+//!   key's identity and state: it is decided on them, through the same one attempt, guarded
+//!   driver and `unchanged_since` as any check, as a check made before the removal (its
+//!   interval overlaps it). It changes only that entry's word (or, once the key has taken the
+//!   slot back, the key's new entry's, below).
+//!
+//! To any other key, a detached entry is an entry like any other to the slot choice: reused
+//! once its state is [equivalent to fresh](crate::Quota::is_fresh) (claimed from that state,
+//! first state stepped from it: the reclaim rule, which raises the shard's floor as a reclaim
+//! does) or evicted under [`WhenFull::EvictClosestToFresh`] (the new key inheriting its state),
+//! so the slot's word never returns to a value it held under the removed key, and a check
+//! still deciding on the detached entry loses its compare-and-swap to the claim, as a check of
+//! a reclaimed key does. Making the slot reusable by another key at once would let that key's
+//! first word equal a word a stalled check of the removed key loaded. Such a reuse counts as
+//! an insert only ([`KeyedStats`](super::KeyedStats): the entry was no longer a key's).
+//!
+//! The removed key itself takes its detached entry back at once, as a new key's, from a fresh
+//! state judged no earlier than the shard's floor (before a vacant slot: a key removed again
+//! and again keeps one slot rather than filling its buckets with detached entries). Its word
+//! then goes back, but only to values of its own key: a stalled check of the removed key that
+//! lands on it is decided on the value it replaces, as any check of the key (the step is a
+//! function of the value alone), and counts in the new entry, made after the removal. Every
+//! word the slot held under an earlier key is below that fresh state: that key's entry was
+//! fresh when the slot was taken from it (a reclaim, or the reuse of a detached entry, both of
+//! which raise the floor to that moment, or the slot was vacant), and a written word is
+//! greater than any word fresh at its time. An eviction breaks this (the evicted state may be
+//! live, far above a fresh one), so a table that evicts does not restart a removed key in its
+//! own slot: there, its detached entry waits to be fresh or evicted as any other's. Either way
+//! a removal frees no capacity sooner than the entry's state allows. A peek of a new key
+//! chooses its slot without the lock and without its identity, so it does not see the key's
+//! own detached entry: in a shard whose other candidate slots are all live, a peek of a key
+//! just removed reports what a new key would get there, though its check takes its entry back.
+//! (Matching an identity there would need the torn-read checks of the lookup.)
+//!
+//! A reservation's cancellation looks its key up again: after the removal it finds the key's
+//! next entry, if any, never the detached one. Its step gives nothing back once the shard has
+//! counted a reassignment since the booking, and removals count
+//! ([`Table::reassignments`]): the count is raised with a Release increment after the hint is
+//! cleared, and read with Acquire before a booking's lookup, so a booking that names a count
+//! including a removal reads the cleared hint and cannot land on the entry that removal
+//! detached. Keyed sliding logs and keyed in-flight limiters offer no removal (a permit's
+//! release must find its key's units).
+//!
 //! # Why it is free of ABA
 //!
 //! A check's CAS succeeds only if the state word still holds the value it observed while the
@@ -77,7 +140,8 @@
 //! below `b` and may later equal it exactly, and A's stalled compare-and-swap would then land on
 //! B's entry. It needs that stall across a cancellation and a reclaim and B's word meeting `b`
 //! to the tick; closing it (a reclaim that starts above every word the slot held) is open
-//! work. An eviction keeps this by letting the new
+//! work. A removal writes no word (its entry keeps its slot until it is reused by these same
+//! rules), so it neither adds to this nor closes it. An eviction keeps this by letting the new
 //! key inherit the evicted state, which it only increases. For window quotas this holds barring
 //! a full wrap of the stored index between one thread's load and its CAS, and barring readings
 //! further behind than the quota's [backward bound](crate::quota#readings-behind-the-state),
@@ -105,6 +169,10 @@ pub(super) enum Candidate<'table, S> {
     /// The key's own entry (the lock-free lookup missed it: inserted meanwhile, or a stale
     /// hint), whose state was loaded as `state`.
     Holding { slot: &'table S, state: u64 },
+    /// The key's own entry, removed ([`KeyedLimiter::remove`]) and not reused since, whose
+    /// state was loaded as `state`: the key takes it back as a new key's, from a fresh state
+    /// (module docs, "Removal").
+    Removed { slot: &'table S, state: u64 },
     /// A slot that never held a key.
     Vacant(&'table S),
     /// A slot whose entry is equivalent to fresh, judged on `state`.
@@ -224,7 +292,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         let inherited = match self.choose_slot(placement, None, now) {
             // Never without an identity to look for.
             Ok(Candidate::Holding { state, .. }) => state,
-            Ok(Candidate::Vacant(_) | Candidate::Reclaimable { .. }) => Q::FRESH,
+            Ok(
+                Candidate::Vacant(_) | Candidate::Reclaimable { .. } | Candidate::Removed { .. },
+            ) => Q::FRESH,
             Ok(Candidate::Evictable { state, .. }) => state,
             Err(Full { .. }) if self.when_full == WhenFull::Allow => {
                 return Decision::untracked(cost, Q::FRESH, now, self.lead.judging(quota));
@@ -333,6 +403,23 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         self.apply_if_present(operation, key.hash, identity, now)
     }
 
+    /// Removes the key identified by `hash` and `identity` (module docs, "Removal"): under
+    /// its shard's insert lock, detaches its entry from it, writing nothing to the state word.
+    /// Whether the table held the key.
+    pub(crate) fn remove_identified(
+        &self,
+        hash: u64,
+        identity: &<M::Slot as SlotOps>::Identity,
+    ) -> bool {
+        let placement = self.table.place(hash);
+        let _guard = self.table.lock(placement.shard);
+        let Some(slot) = self.table.find_locked(placement, identity) else {
+            return false;
+        };
+        self.table.detach(placement, slot);
+        true
+    }
+
     /// Applies `operation` to the state of the key identified by `hash` and `identity`, if the
     /// table holds it (never inserting it): for cancellations and releases, whose cost is not a
     /// request's. Whether the step was applied.
@@ -415,18 +502,26 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             // A vacant slot starts fresh; a reclaimed one from its fresh-equivalent state (the
             // same decision, by definition); an evicted one inherits the evicted state. Either
             // way the first stored word is greater than the previous one, which is what keeps
-            // stale checkers out (module docs).
-            let (slot, previous, event) = match candidate {
+            // stale checkers out (module docs). Another key's removed entry is reused the same
+            // way (from its state, once fresh, or evicted), but counted as neither: it was no
+            // longer a key's. The key's own removed entry starts fresh: every word its slot
+            // held since another key's was this key's (module docs, "Removal").
+            let raises_floor = matches!(candidate, Candidate::Reclaimable { .. });
+            let (slot, previous, inherited, event) = match candidate {
                 Candidate::Holding { .. } => unreachable!("handled above"),
-                Candidate::Vacant(slot) => (slot, None, None),
+                Candidate::Vacant(slot) => (slot, None, Q::FRESH, None),
+                Candidate::Removed { slot, state } => (slot, Some(state), Q::FRESH, None),
                 Candidate::Reclaimable { slot, state } => {
-                    (slot, Some(state), Some(TableEvent::Reclaim))
+                    let event =
+                        (!self.table.is_detached(placement, slot)).then_some(TableEvent::Reclaim);
+                    (slot, Some(state), state, event)
                 }
                 Candidate::Evictable { slot, state } => {
-                    (slot, Some(state), Some(TableEvent::Eviction))
+                    let event =
+                        (!self.table.is_detached(placement, slot)).then_some(TableEvent::Eviction);
+                    (slot, Some(state), state, event)
                 }
             };
-            let inherited = previous.unwrap_or(Q::FRESH);
             let Step::Allow(first_state) = operation.step(quota, inherited, now, cost) else {
                 // Only an inherited (evicted) state can deny: then nothing is evicted, and the
                 // new key is refused, until that state would admit it.
@@ -440,9 +535,10 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                     continue;
                 }
             }
-            if event.is_some_and(|event| matches!(event, TableEvent::Reclaim)) {
+            if raises_floor {
                 // Its key, should it come back with a reading from before its entry became
-                // fresh, must not start over from a fresh state there.
+                // fresh, must not start over from a fresh state there (nor, for a removed
+                // entry, a key that took it and is removed in turn: module docs, "Removal").
                 let inherited_fresh_since = quota.fresh_since_word(inherited, now);
                 self.table.raise_new_key_floor(shard, inherited_fresh_since);
             }
@@ -457,7 +553,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     }
 
     /// Surveys a key's 16 slots in one pass: the key's own slot if `identity` is given and one
-    /// holds it; else the slot for it: a vacant one if either bucket has one (in the bucket with
+    /// holds it; else its own removed entry, if one is there; else the slot for it: a vacant one if either bucket has one (in the bucket with
     /// more vacant slots: "power of two choices" keeps buckets even and delays the first
     /// refusal), else an entry equivalent to fresh (in the bucket with more of them), else, if
     /// evicting, the live entry closest to fresh. When none is to be had, how soon one frees.
@@ -489,6 +585,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         let mut reclaimable: Option<(&M::Slot, u64, usize)> = None;
         // The live entry soonest fresh: slot, state, freshness rank.
         let mut closest: Option<(&M::Slot, u64, u64)> = None;
+        // The key's own removed entry.
+        let mut removed: Option<(&M::Slot, u64)> = None;
         for bucket in placement.buckets() {
             let (mut vacant_here, mut vacant_count) = (None, 0);
             let (mut reclaimable_here, mut reclaimable_count) = (None, 0);
@@ -503,8 +601,18 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                     continue;
                 }
                 if let Some(identity) = identity {
+                    // Under the insert lock (the only callers that name an identity): a removed
+                    // key's entry still holds its identity, but is no longer the key's.
                     if state < RESERVED && slot.holds(identity) {
-                        return Ok(Candidate::Holding { slot, state });
+                        if !self.table.is_detached(placement, slot) {
+                            return Ok(Candidate::Holding { slot, state });
+                        }
+                        // Not in a table that evicts: an evicted key's words may be above the
+                        // fresh state the key would restart from (module docs, "Removal").
+                        if self.when_full != WhenFull::EvictClosestToFresh {
+                            removed = removed.or(Some((slot, state)));
+                            continue;
+                        }
                     }
                 }
                 match rank(slot, state) {
@@ -529,6 +637,10 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                     reclaimable = Some((slot, state, reclaimable_count));
                 }
             }
+        }
+        // Before a vacant slot: so a key removed again and again keeps one slot.
+        if let Some((slot, state)) = removed {
+            return Ok(Candidate::Removed { slot, state });
         }
         if let Some((slot, _)) = vacant {
             return Ok(Candidate::Vacant(slot));
@@ -557,7 +669,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
 }
 
 /// A cancellation (or a composite check's refund) on a keyed slot: undoes the booking (the
-/// admission) only while the key's shard has reassigned no slot since it (a key evicted while
+/// admission) only while the key's shard has reassigned no slot and removed no key since it (a
+/// key evicted or removed while
 /// its reservation was pending may come back with a state that happens to equal the word the
 /// booking wrote; undoing it then could return the slot to a value another key held).
 struct UndoWithinStay<'table, S, O> {

@@ -59,6 +59,10 @@ struct ShardWriter {
     refused_new_keys: AtomicU64,
     untracked_new_keys: AtomicU64,
     evictions: AtomicU64,
+    /// Keys removed ([`KeyedLimiter::remove`](super::KeyedLimiter::remove)): counted with a
+    /// Release increment after the removed entry's hint is cleared (see
+    /// [`Table::reassignments`]).
+    removals: AtomicU64,
     /// The earliest time a new key of this shard is judged at, as the quota's time word
     /// ([`Quota::time_word`](crate::Quota::time_word)): raised by every reclaim to when the
     /// reclaimed entry became fresh, so a key that comes back behind its reclaimed entry is
@@ -78,6 +82,8 @@ pub(super) enum TableEvent {
 
 /// A keyed table's occupancy, and counters of its slow-path events summed over its shards.
 ///
+/// Once no operation is under way, `entries == inserts - reclaims - evictions - removals`.
+///
 /// ```
 /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
 ///
@@ -92,9 +98,10 @@ pub(super) enum TableEvent {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct KeyedStats {
-    /// Slots holding an entry, live or equivalent to fresh (as
-    /// [`KeyedLimiter::entries`](super::KeyedLimiter::entries): entries are never removed, only
-    /// reused, so this grows to the table's slots under a stream of new keys).
+    /// Keys the table holds, live or equivalent to fresh (as
+    /// [`KeyedLimiter::entries`](super::KeyedLimiter::entries): entries are reused, not
+    /// swept, so this grows to the table's slots under a stream of new keys; only a
+    /// [`remove`](super::KeyedLimiter::remove) lowers it).
     pub entries: u64,
     /// New keys given a slot.
     pub inserts: u64,
@@ -111,6 +118,10 @@ pub struct KeyedStats {
     /// Live entries evicted for a new key
     /// ([`WhenFull::EvictClosestToFresh`](super::WhenFull::EvictClosestToFresh)).
     pub evictions: u64,
+    /// Keys removed by [`KeyedLimiter::remove`](super::KeyedLimiter::remove). A removed key's
+    /// slot, reused later by a new key, counts as that key's insert only (neither a reclaim nor
+    /// an eviction: its entry was no longer a key's).
+    pub removals: u64,
 }
 
 /// The table: shards of buckets of slots.
@@ -166,6 +177,7 @@ impl<S: SlotOps> Table<S> {
                 refused_new_keys: AtomicU64::new(0),
                 untracked_new_keys: AtomicU64::new(0),
                 evictions: AtomicU64::new(0),
+                removals: AtomicU64::new(0),
                 new_key_floor: AtomicU64::new(0),
             })
         };
@@ -220,7 +232,9 @@ impl<S: SlotOps> Table<S> {
     }
 
     /// The slot holding `identity` and the state observed in it, if any, reading only the slots
-    /// whose hint matches (the lock-free lookup).
+    /// whose hint matches (the lock-free lookup). A removed key's entry, whose hint is cleared,
+    /// is not read (but by a lookup that reads a hint word from before the removal: see the
+    /// protocol, "Removal").
     #[inline]
     pub(super) fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
         let shard = &self.shards[placement.shard].read;
@@ -247,21 +261,88 @@ impl<S: SlotOps> Table<S> {
     /// Records `placement`'s hint for `slot`, one of its candidates. Under the insert lock,
     /// before the slot is published.
     pub(super) fn set_hint(&self, placement: Placement, slot: &S) {
+        self.write_hint(placement, slot, placement.hint);
+    }
+
+    /// Writes `hint` as `slot`'s hint byte (`slot` one of `placement`'s candidates). Under the
+    /// insert lock.
+    fn write_hint(&self, placement: Placement, slot: &S, hint: u8) {
+        let Some((bucket, index)) = self.position(placement, slot) else {
+            return;
+        };
+        let hints = &self.shards[placement.shard].read.hints[bucket];
+        // ORDERING: Relaxed load and store: only insert-lock holders write hints, and the lock
+        // orders them; readers are published to by the slot's Release store (or, for a cleared
+        // hint, by the removal count's Release increment, see `detach`).
+        let word = hints.load(Ordering::Relaxed);
+        // ORDERING: Relaxed, as above.
+        hints.store(hints::with_hint(word, index, hint), Ordering::Relaxed);
+    }
+
+    /// The bucket and index of `slot`, one of `placement`'s candidates.
+    fn position(&self, placement: Placement, slot: &S) -> Option<(usize, usize)> {
         let shard = &self.shards[placement.shard].read;
-        for bucket in placement.buckets() {
-            let slots = &shard.buckets[bucket].slots;
-            if let Some(index) = slots
+        placement.buckets().find_map(|bucket| {
+            shard.buckets[bucket]
+                .slots
                 .iter()
                 .position(|candidate| core::ptr::eq(candidate, slot))
-            {
-                // ORDERING: Relaxed load and store: only insert-lock holders write hints, and the
-                // lock orders them; readers are published to by the slot's Release store.
-                let word = shard.hints[bucket].load(Ordering::Relaxed);
-                let word = hints::with_hint(word, index, placement.hint);
-                shard.hints[bucket].store(word, Ordering::Relaxed);
-                return;
-            }
-        }
+                .map(|index| (bucket, index))
+        })
+    }
+
+    /// Whether `slot` (one of `placement`'s candidates, not vacant) holds a removed key's
+    /// entry: its hint byte is cleared (a key's hint is never 0). Exact under the shard's
+    /// insert lock, which every hint writer holds.
+    pub(super) fn is_detached(&self, placement: Placement, slot: &S) -> bool {
+        let Some((bucket, index)) = self.position(placement, slot) else {
+            return false;
+        };
+        // ORDERING: Relaxed, under the insert lock (see `write_hint`).
+        let word = self.shards[placement.shard].read.hints[bucket].load(Ordering::Relaxed);
+        (word >> (8 * index)) as u8 == 0
+    }
+
+    /// The slot holding a live entry for `identity`, read under the shard's insert lock: every
+    /// slot of the key's buckets is read (a hint may be stale for a lock-free reader, never
+    /// here), and a removed key's entry is skipped. The slot keeps its key while the lock is
+    /// held.
+    pub(super) fn find_locked(&self, placement: Placement, identity: &S::Identity) -> Option<&S> {
+        let shard = &self.shards[placement.shard].read;
+        placement.buckets().find_map(|bucket| {
+            // ORDERING: Relaxed, under the insert lock (see `write_hint`).
+            let hint_word = shard.hints[bucket].load(Ordering::Relaxed);
+            shard.buckets[bucket]
+                .slots
+                .iter()
+                .enumerate()
+                .find(|&(index, slot)| {
+                    // ORDERING: Relaxed: under the insert lock, which orders every write of a
+                    // slot's identity, and of its word from a marker to a key's state.
+                    let state = slot.state().load(Ordering::Relaxed);
+                    state < RESERVED
+                        && (hint_word >> (8 * index)) as u8 != 0
+                        && slot.holds(identity)
+                })
+                .map(|(_, slot)| slot)
+        })
+    }
+
+    /// Detaches `slot`'s entry (found by [`find_locked`](Self::find_locked) for a key of
+    /// `placement`) from its key: clears its hint, which no key has, so that no lookup that
+    /// reads the hint word from now on reads the slot, nor the locked paths take it for the
+    /// key's; then counts the removal. The state word and the identity are left as they are.
+    /// Under the shard's insert lock.
+    pub(super) fn detach(&self, placement: Placement, slot: &S) {
+        self.write_hint(placement, slot, 0);
+        // ORDERING: Release, after the hint is cleared: a reservation that reads this count
+        // with Acquire before its lookup (`decide_naming_key` in the protocol) reads the cleared
+        // hint, so it cannot book on the detached entry and name the count that follows its
+        // removal. Later increments (RMWs) continue the release sequence.
+        self.shards[placement.shard]
+            .writer
+            .removals
+            .fetch_add(1, Ordering::Release);
     }
 
     /// Takes `shard`'s insert lock.
@@ -312,18 +393,24 @@ impl<S: SlotOps> Table<S> {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// How many slots of `shard` have been reassigned from one key to another (reclaims and
-    /// evictions). Each is counted after its slot is claimed and before the new key's first
-    /// state is published.
+    /// How many times an entry of `shard` has left its key: reclaims, evictions and removals.
+    /// A reclaim or eviction is counted after its slot is claimed and before the new key's
+    /// first state is published; a removal after its entry's hint is cleared, before the
+    /// insert lock is released (so before the key's next entry is published).
     #[inline]
     pub(super) fn reassignments(&self, shard: usize) -> u64 {
         let writer = &self.shards[shard].writer;
         // ORDERING: Relaxed. A caller that has loaded (with Acquire) a state published after a
-        // reassignment sees its count, the count being sequenced before that Release store;
-        // one that loads before its own compare-and-swap on a slot cannot see a reassignment
-        // that claims the slot from the value that CAS wrote (read-write coherence through the
-        // slot's release sequence).
-        writer.reclaims.load(Ordering::Relaxed) + writer.evictions.load(Ordering::Relaxed)
+        // reassignment sees its count, the count being sequenced before that Release store
+        // (for a removal: before the insert lock's release, which the next insert's acquire of
+        // it follows); one that loads before its own compare-and-swap on a slot cannot see a
+        // reassignment that claims the slot from the value that CAS wrote (read-write coherence
+        // through the slot's release sequence).
+        writer.reclaims.load(Ordering::Relaxed)
+            + writer.evictions.load(Ordering::Relaxed)
+            // ORDERING: Acquire, pairs with the Release increment of `detach`: a reader that
+            // sees a removal then reads the hint word it cleared (see `detach`).
+            + writer.removals.load(Ordering::Acquire)
     }
 
     pub(super) fn stats(&self) -> KeyedStats {
@@ -341,17 +428,28 @@ impl<S: SlotOps> Table<S> {
             refused_new_keys: sum(|writer| &writer.refused_new_keys),
             untracked_new_keys: sum(|writer| &writer.untracked_new_keys),
             evictions: sum(|writer| &writer.evictions),
+            removals: sum(|writer| &writer.removals),
         }
     }
 
     pub(super) fn entries(&self) -> usize {
         self.shards
             .iter()
-            .flat_map(|shard| shard.read.buckets.iter())
-            .flat_map(|bucket| bucket.slots.iter())
-            // ORDERING: Relaxed; a monitoring count, no memory is read through it.
-            .filter(|slot| slot.state().load(Ordering::Relaxed) != VACANT)
-            .count()
+            .flat_map(|shard| shard.read.buckets.iter().zip(shard.read.hints.iter()))
+            .map(|(bucket, hints)| {
+                // ORDERING: Relaxed; a monitoring count, no memory is read through it.
+                let hint_word = hints.load(Ordering::Relaxed);
+                bucket
+                    .slots
+                    .iter()
+                    .enumerate()
+                    // A removed key's entry (its hint cleared) is no longer an entry.
+                    .filter(|&(index, _)| (hint_word >> (8 * index)) as u8 != 0)
+                    // ORDERING: Relaxed; as above.
+                    .filter(|(_, slot)| slot.state().load(Ordering::Relaxed) != VACANT)
+                    .count()
+            })
+            .sum()
     }
 
     pub(super) fn shard_count(&self) -> usize {

@@ -8,6 +8,7 @@
 //! | `full_table` | what each [`WhenFull`](nanolimit::WhenFull) policy does with a new key when every candidate slot is live |
 //! | `refused_keys` | a refused new key reports nothing remaining and when a slot frees, never "retry now" |
 //! | `reclaim` | expired entries are reused without a sweep; live ones, even to a stale reading, are not |
+//! | `remove` | a removed key's next check is a new key's; other keys, reservations and racing checks are unaffected |
 //! | `key_modes` | what `Exact` and `Hashed` keys are |
 //! | `key_hash` | checks by a hash the caller holds: decided as checks by key, spread over the whole table |
 //! | `construction` | construction errors, sizes, and when a table of live keys first refuses one |
@@ -27,4 +28,5 @@ mod key_modes;
 mod peek_and_cost;
 mod reclaim;
 mod refused_keys;
+mod remove;
 mod tiers;
