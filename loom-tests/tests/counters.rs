@@ -55,7 +55,10 @@ fn spawn_checking(
 ) -> loom::thread::JoinHandle<Vec<(bool, u64)>> {
     let limiter = Arc::clone(limiter);
     loom::thread::spawn(move || {
-        let decisions = costs.into_iter().map(|cost| check(&limiter, cost)).collect();
+        let decisions = costs
+            .into_iter()
+            .map(|cost| check(&limiter, cost))
+            .collect();
         nanolimit::counters::end_of_thread();
         decisions
     })
