@@ -4,8 +4,10 @@
 //! |---|---|
 //! | `mod.rs` | [`LeasedRedisLimiter`]: checks, refills, give-backs; the bound |
 //! | `options.rs` | [`LeasedRedisLimiterBuilder`], [`LeaseConfigError`], the defaults |
+//! | `policy.rs` | lease sizes and lifetimes, and how a key's lease size adapts |
 //! | `word.rs` | a key's local lease in one packed word, and its pure steps |
-//! | `table.rs` | the process's leases, one entry per key, bounded |
+//! | `table.rs` | the process's leases, one entry per key, bounded; the lease word's protocol |
+//! | `loom_hooks.rs` | that protocol alone, for the loom models (`cfg(nanolimit_loom)` only) |
 //!
 //! # How a check runs
 //!
@@ -47,7 +49,11 @@
 //! lapse. Lease sizes adapt: a lease half spent in its first quarter-lifetime doubles the
 //! next, one that lapsed with units unspent halves it.
 
+#[cfg(nanolimit_loom)]
+#[doc(hidden)]
+pub mod loom_hooks;
 mod options;
+mod policy;
 mod table;
 mod word;
 
@@ -66,6 +72,7 @@ use crate::quota::{Gcra, Quota, Reservable};
 use crate::request::Request;
 use crate::sync::{Arc, AtomicU64, Ordering};
 use ::redis::Script;
+use policy::LeasePolicy;
 use std::sync::LazyLock;
 use table::{LeaseCell, LeaseTable};
 
@@ -129,50 +136,6 @@ impl<C: Clock> core::fmt::Debug for LeasedRedisLimiter<C> {
             .field("policy", &self.inner.policy)
             .field("capacity", &self.inner.table.capacity())
             .finish_non_exhaustive()
-    }
-}
-
-/// Lease sizes and lifetimes, checked when the limiter is built.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LeasePolicy {
-    pub(crate) min_units: u64,
-    pub(crate) max_units: u64,
-    pub(crate) lifetime_grains: u64,
-}
-
-impl LeasePolicy {
-    /// The size of a key's next lease, from its current size and the lease word the refill
-    /// claimed:
-    ///
-    /// - halved (down to the minimum) when the previous lease lapsed with units unspent: the
-    ///   key's rate is below what its leases hold, so they only widen the bound;
-    /// - doubled (up to the maximum) when the previous lease was spent to the last unit before
-    ///   it lapsed, or when the refill starts (at half the lease, in the background) within the
-    ///   first quarter of its lifetime: the key's rate is above what its leases hold, so larger
-    ///   ones save round trips;
-    /// - kept otherwise (and for a key that never held a lease).
-    ///
-    /// A key with a steady rate settles about where one lease lasts one lifetime.
-    fn next_units(&self, current: u64, previous: u64, now_grain: u64) -> u64 {
-        let current = current.clamp(self.min_units, self.max_units);
-        let deadline = word::deadline(previous);
-        if deadline == 0 {
-            return current;
-        }
-        let unspent = word::units(previous);
-        let grow = current.saturating_mul(2).min(self.max_units);
-        if now_grain >= deadline {
-            return if unspent > 0 {
-                (current / 2).max(self.min_units)
-            } else {
-                grow
-            };
-        }
-        let started = deadline.saturating_sub(self.lifetime_grains);
-        if unspent == 0 || now_grain.saturating_sub(started) <= self.lifetime_grains / 4 {
-            return grow;
-        }
-        current
     }
 }
 
@@ -724,107 +687,5 @@ impl<C: Clock + 'static> Inner<C> {
             .saturating_add(quota.scale_in_ticks().tolerance_ticks);
         let state = full.saturating_sub(quota.increment_ticks(remaining));
         Decision::new(true, cost, state, instant, *quota)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::word::{DEADLINE_SHIFT, REFILLING};
-    use super::*;
-
-    /// Leases of 2 to 64 units living 40 grains.
-    const POLICY: LeasePolicy = LeasePolicy {
-        min_units: 2,
-        max_units: 64,
-        lifetime_grains: 40,
-    };
-
-    /// A lease word holding `units` until grain `deadline` (taken at `deadline − 40`).
-    fn lease(units: u64, deadline: u64) -> u64 {
-        units | (deadline << DEADLINE_SHIFT) | REFILLING
-    }
-
-    #[test]
-    fn a_key_that_never_leased_starts_at_its_size_clamped() {
-        assert_eq!(POLICY.next_units(8, word::EMPTY, 500), 8);
-        assert_eq!(POLICY.next_units(1, word::EMPTY, 500), 2);
-        assert_eq!(POLICY.next_units(100, word::EMPTY, 500), 64);
-    }
-
-    #[test]
-    fn a_lease_spent_to_the_last_unit_doubles_the_next_up_to_the_maximum() {
-        // Taken at grain 100, empty at 130 (still live) or found empty after it lapsed.
-        assert_eq!(POLICY.next_units(8, lease(0, 140), 130), 16);
-        assert_eq!(POLICY.next_units(8, lease(0, 140), 500), 16);
-        assert_eq!(POLICY.next_units(40, lease(0, 140), 130), 64);
-    }
-
-    #[test]
-    fn a_lease_half_spent_in_its_first_quarter_doubles_the_next() {
-        assert_eq!(POLICY.next_units(8, lease(3, 140), 110), 16);
-        // Later in its life: kept.
-        assert_eq!(POLICY.next_units(8, lease(3, 140), 111), 8);
-    }
-
-    #[test]
-    fn a_lease_that_lapsed_with_units_halves_the_next_down_to_the_minimum() {
-        assert_eq!(POLICY.next_units(8, lease(5, 140), 140), 4);
-        assert_eq!(POLICY.next_units(3, lease(5, 140), 900), 2);
-    }
-}
-
-/// The lease word's protocol alone, with no Redis, for the loom models
-/// (`loom-tests/tests/leased.rs`): compiled only under `cfg(nanolimit_loom)`.
-#[cfg(nanolimit_loom)]
-#[doc(hidden)]
-pub mod loom_hooks {
-    use super::table::LeaseCell;
-
-    /// One key's lease cell.
-    #[derive(Debug)]
-    pub struct LeaseWord(LeaseCell);
-
-    impl Default for LeaseWord {
-        fn default() -> Self {
-            LeaseWord(LeaseCell::new(1))
-        }
-    }
-
-    impl LeaseWord {
-        /// [`LeaseCell::spend`]: the units left, or `None`.
-        pub fn spend(&self, now_grain: u64, cost: u64) -> Option<u64> {
-            self.0.spend(now_grain, cost)
-        }
-
-        /// [`LeaseCell::claim`] at `now_grain`: the word before, or `None`.
-        pub fn claim(&self, now_grain: u64) -> Option<u64> {
-            self.0.claim(now_grain)
-        }
-
-        /// [`LeaseCell::publish`]: the units left.
-        pub fn publish(
-            &self,
-            now_grain: u64,
-            granted: u64,
-            spent: u64,
-            deadline_grain: u64,
-        ) -> u64 {
-            self.0.publish(now_grain, granted, spent, deadline_grain)
-        }
-
-        /// [`LeaseCell::claim_all`].
-        pub fn claim_all(&self) -> Option<u64> {
-            self.0.claim_all()
-        }
-
-        /// [`LeaseCell::release_empty`].
-        pub fn release_empty(&self) {
-            self.0.release_empty()
-        }
-
-        /// The units held.
-        pub fn units(&self) -> u64 {
-            self.0.units()
-        }
     }
 }

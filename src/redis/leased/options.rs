@@ -1,8 +1,9 @@
 //! Building a [`LeasedRedisLimiter`]: lease sizes, their lifetime, the local table's capacity,
 //! the clock, and whether refills run in the background.
 
+use super::policy::LeasePolicy;
 use super::word;
-use super::{Inner, LeasePolicy, LeasedRedisLimiter};
+use super::{Inner, LeasedRedisLimiter};
 use crate::clock::{Clock, QuantaClock};
 use crate::quota::Gcra;
 use crate::redis::RedisLimiter;
