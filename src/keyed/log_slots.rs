@@ -77,8 +77,8 @@
 
 use super::key_mode::KeyMode;
 use super::placement::Placement;
-use super::protocol::{claim, publish, Candidate, Full};
 use super::slot::{SlotOps, RESERVED};
+use super::slot_choice::{claim, publish, Candidate, Full};
 use super::table::TableEvent;
 use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;

@@ -11,6 +11,7 @@
 //! | `placement.rs`, `hints.rs` | where a key may live; one-byte lookup hints |
 //! | `slot.rs` | a slot's identity and state words |
 //! | `protocol.rs` | checks, peeks and inserts on shared slots, and why they are ABA-free |
+//! | `slot_choice.rs` | where a new key goes: the survey of its slots, the claim, the publication |
 //! | `log_slots.rs` | keyed sliding logs: a log's protocol on slots, records beside the table |
 //!
 //! Reservations and waits on keyed limiters are in [`throttle`](crate::throttle) (they run
@@ -79,6 +80,7 @@ mod options;
 mod placement;
 mod protocol;
 mod slot;
+mod slot_choice;
 mod table;
 
 pub use key_hash::KeyHash;
