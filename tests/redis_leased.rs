@@ -453,4 +453,41 @@ async fn a_check_dropped_while_it_refills_leaves_its_key_free_to_refill() {
     let decision = limiter.check_with("k", at(now)).await.unwrap();
     assert!(decision.is_allowed() && !decision.is_fallback());
     assert_eq!(limiter.stats().direct_checks, direct_before);
+
+    // A shutdown's give-back cut short the same way leaves no key claimed either.
+    server.freeze();
+    let gave_up = tokio::time::timeout(Duration::from_millis(50), limiter.give_back_unused()).await;
+    assert!(
+        gave_up.is_err(),
+        "the give-back cannot finish on a frozen server"
+    );
+    server.thaw();
+    // Whichever key it had claimed when it was dropped: more checks than a lease holds, on
+    // both keys, and none goes to Redis on its own (a key left claimed would).
+    let leases_before = limiter.stats().leases;
+    for key in ["warm", "k"] {
+        for _ in 0..12 {
+            assert!(limiter.check_with(key, at(now)).await.unwrap().is_allowed());
+        }
+    }
+    assert_eq!(limiter.stats().direct_checks, direct_before);
+    assert!(limiter.stats().leases >= leases_before + 2);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_check_of_cost_zero_reads_the_shared_budget_and_leases_nothing() {
+    let Some(url) = redis_url() else { return };
+    let quota = Gcra::per_second(100).unwrap().with_burst(50).unwrap();
+    let limiter = leased(shared(quota, &unique_prefix("leased-zero"), &url), 10, 10);
+    let now = 1_000 * MS;
+    let zero = limiter.check_with("k", Request::cost(0).at(Timestamp::from_ns(now).unwrap()));
+    let zero = zero.await.unwrap();
+    assert!(zero.is_allowed());
+    assert_eq!(zero.remaining(), 50);
+    assert!(limiter.check_with("k", at(now)).await.unwrap().is_allowed()); // leases 10
+    let zero = limiter.check_with("k", Request::cost(0).at(Timestamp::from_ns(now).unwrap()));
+    let zero = zero.await.unwrap();
+    // What the shared budget holds: the 10 leased are gone from it.
+    assert_eq!(zero.remaining(), 40);
+    assert_eq!(limiter.stats().leases, 1);
 }

@@ -44,10 +44,13 @@
 //! Units one process holds cannot serve another: a process may be denied while others hold up
 //! to their leases, for at most a lease lifetime. Lapsed units are given back when the key's
 //! next refill starts, and [`give_back_unused`](LeasedRedisLimiter::give_back_unused) returns
-//! every held unit (at shutdown); both only when exact, when no other process has taken from
-//! the key's budget since (then Redis is as if the lease had been smaller). Otherwise they
-//! lapse. Lease sizes adapt: a lease half spent in its first quarter-lifetime doubles the
-//! next, one that lapsed with units unspent halves it.
+//! every held unit (at shutdown); both only while Redis still holds the word the key's latest
+//! lease wrote, when no other process has taken from the key's budget since. Each unit given
+//! back was leased and never admitted, so the quota's own bound holds (a unit carried over from
+//! an earlier lease is credited at the latest lease's point of the budget, which frees at most
+//! what the process held). Otherwise they lapse. Lease sizes adapt: a lease spent to its last
+//! unit, or half spent in its first quarter-lifetime, doubles the next; one that lapsed with
+//! units unspent halves it.
 
 #[cfg(nanolimit_loom)]
 #[doc(hidden)]
@@ -189,20 +192,43 @@ struct Inner<C> {
     counters: Counters,
 }
 
-/// A refill's claim on a key's word, released with nothing granted if the refill's future is
-/// dropped before it publishes.
-struct Claim<'cell> {
-    cell: &'cell LeaseCell,
+/// A refill's claim on a key's word, made when the claim succeeds and owned by the refill: if
+/// the refill's future is dropped before it publishes (a cancelled request, a background task
+/// its runtime drops unpolled), the claim ends with nothing granted. A key is never left
+/// claimed.
+struct Claim {
+    cell: Arc<LeaseCell>,
     now_grain: u64,
     deadline: u64,
     published: bool,
 }
 
-impl Drop for Claim<'_> {
+impl Claim {
+    fn new(cell: Arc<LeaseCell>, now_grain: u64, policy: &LeasePolicy) -> Claim {
+        Claim {
+            cell,
+            now_grain,
+            deadline: now_grain + policy.lifetime_grains,
+            published: false,
+        }
+    }
+}
+
+impl Drop for Claim {
     fn drop(&mut self) {
         if !self.published {
             self.cell.publish(self.now_grain, 0, 0, self.deadline);
         }
+    }
+}
+
+/// A give-back's claim of every unit of a key ([`LeaseCell::claim_all`]), ended on drop, so a
+/// cancelled `give_back_unused` leaves no key claimed.
+struct ClaimAll<'cell>(&'cell LeaseCell);
+
+impl Drop for ClaimAll<'_> {
+    fn drop(&mut self) {
+        self.0.release_empty();
     }
 }
 
@@ -297,8 +323,10 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     }
 
     /// Gives every unit the process holds back to Redis, for each key whose shared word is
-    /// still the one its latest lease wrote (exact: Redis is then as if the lease had been
-    /// smaller); other keys' units lapse. Checks may go on meanwhile and after: keys simply
+    /// still the one its latest lease wrote (no other lease or admission has taken from the
+    /// key's budget since: each unit given back was leased and never admitted, so the quota's
+    /// bound holds); other keys' units lapse. Cancelling it (a shutdown timeout) leaves no key
+    /// claimed. Checks may go on meanwhile and after: keys simply
     /// lease again. The units given back.
     ///
     /// ```no_run
@@ -323,11 +351,11 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
             let Some(observed) = cell.claim_all() else {
                 continue; // a refill in flight, or a check moved the word: left as it is
             };
+            let _claim = ClaimAll(&cell);
             let held = word::spendable(observed, now_grain);
             if held > 0 && inner.give_back(&key, &cell, held).await {
                 given_back += held;
             }
-            cell.release_empty();
         }
         given_back
     }
@@ -411,7 +439,9 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
         let inner = &self.inner;
         let now = at.unwrap_or_else(|| inner.clock.now());
         let now_grain = word::grain(now);
-        if cost > inner.policy.max_units || inner.policy.max_units == 1 {
+        // A cost of zero reads the shared state (it consumes nothing, so it needs no lease and
+        // must not start one); leasing off, or a cost no lease holds: one script call.
+        if cost == 0 || cost > inner.policy.max_units || inner.policy.max_units == 1 {
             return inner.direct(key, cost, at).await;
         }
         let served = inner.table.with_cell(key, |cell| {
@@ -495,16 +525,18 @@ impl<C: Clock + 'static> Inner<C> {
         now: Timestamp,
         at: Option<Timestamp>,
     ) {
-        let Some(previous) = cell.claim(word::grain(now)) else {
+        let now_grain = word::grain(now);
+        let Some(previous) = cell.claim(now_grain) else {
             return;
         };
+        // Made before the spawn and moved into the task: a task dropped unpolled releases it.
+        let claim = Claim::new(Arc::clone(cell), now_grain, &self.policy);
         let limiter = limiter.clone();
-        let cell = Arc::clone(cell);
         let key = key.to_owned();
         runtime.spawn(async move {
             limiter
                 .inner
-                .refill(&key, &cell, previous, 0, now, at)
+                .refill(&key, claim, previous, 0, now, at)
                 .await;
         });
     }
@@ -531,37 +563,33 @@ impl<C: Clock + 'static> Inner<C> {
             return self.served_locally(held, held_estimate(&cell), cost, now);
         }
         match cell.claim(now_grain) {
-            Some(previous) => match self.refill(key, &cell, previous, cost, now, at).await {
-                Some(decision) => decision,
-                None => self.direct(key, cost, at).await,
-            },
+            Some(previous) => {
+                let claim = Claim::new(Arc::clone(&cell), now_grain, &self.policy);
+                match self.refill(key, claim, previous, cost, now, at).await {
+                    Some(decision) => decision,
+                    None => self.direct(key, cost, at).await,
+                }
+            }
             None => self.direct(key, cost, at).await,
         }
     }
 
     /// One refill of `key`, claimed from the word `previous`: gives back the previous lease's
-    /// lapsed units (when exact), takes the next lease (topping the key up to its lease size,
+    /// lapsed units (while Redis holds its token), takes the next lease (topping the key up to its lease size,
     /// and at least `cost`), spends `cost` from it for the refilling request, and publishes the
     /// rest. The request's decision (`None` for a background refill, which has no request).
     async fn refill(
         &self,
         key: &str,
-        cell: &LeaseCell,
+        mut claim: Claim,
         previous: u64,
         cost: u64,
         now: Timestamp,
         at: Option<Timestamp>,
     ) -> Option<Decision<Gcra>> {
-        let now_grain = word::grain(now);
-        let deadline = now_grain + self.policy.lifetime_grains;
-        // Ends the claim with nothing granted if this future is dropped before it publishes
-        // (a cancelled request): a key is never left claimed.
-        let mut claim = Claim {
-            cell,
-            now_grain,
-            deadline,
-            published: false,
-        };
+        let cell = Arc::clone(&claim.cell);
+        let cell = &*cell;
+        let (now_grain, deadline) = (claim.now_grain, claim.deadline);
         // ORDERING: Relaxed: written only under the claim, which this refill holds (its
         // Acquire ordered the previous refill's writes before these reads).
         let current_units = cell.lease_units.load(Ordering::Relaxed);

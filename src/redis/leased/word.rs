@@ -8,8 +8,11 @@
 //! | 63 ([`REFILLING`]) | refilling | a refill of this key is in flight (one at a time) |
 //!
 //! A grain is 2^[`GRAIN_SHIFT`] ns (65.5 µs) of the limiter's readings; 43 bits of grains cover
-//! the [`Timestamp`] range (2^59 ns) but its last grain, where deadlines saturate (lapse early). Deadlines round down, so units lapse early rather
-//! than late: never later than the lease lifetime after the reading the refill started from.
+//! the [`Timestamp`] range (2^59 ns) but its last grain, where deadlines saturate (lapse early). Deadlines round down: a refill's units may be spent until no later than
+//! the lease lifetime after the reading the refill started from. Units still spendable at that
+//! reading join the new lease under its deadline (a key's held units never exceed its lease
+//! size, which is what bounds the fleet's over-admission), and units lapsed at it are dropped
+//! by the refill's claim.
 
 use crate::clock::Timestamp;
 
