@@ -6,6 +6,7 @@
 //! | `options.rs` | [`LeasedRedisLimiterBuilder`], [`LeaseConfigError`], the defaults |
 //! | `policy.rs` | lease sizes and lifetimes, and how a key's lease size adapts |
 //! | `word.rs` | a key's local lease in one packed word, and its pure steps |
+//! | `refill.rs` | a key's refill, its claim, and the calls to Redis (lease, direct check, give-back) |
 //! | `table.rs` | the process's leases, one entry per key, bounded; the lease word's protocol |
 //! | `loom_hooks.rs` | that protocol alone, for the loom models (`cfg(nanolimit_loom)` only) |
 //!
@@ -57,6 +58,7 @@
 pub mod loom_hooks;
 mod options;
 mod policy;
+mod refill;
 mod table;
 mod word;
 
@@ -65,7 +67,6 @@ pub use options::{
     DEFAULT_MAX_LEASE_UNITS, MAX_LEASE_LIFETIME, MAX_LEASE_UNITS, MIN_LEASE_LIFETIME,
 };
 
-use super::quota::hex;
 use super::stats::RedisStats;
 use super::RedisLimiter;
 use crate::clock::{Clock, QuantaClock, Timestamp};
@@ -74,9 +75,8 @@ use crate::error::RequestError;
 use crate::quota::{Gcra, Quota, Reservable};
 use crate::request::Request;
 use crate::sync::{Arc, AtomicU64, Ordering};
-use ::redis::Script;
 use policy::LeasePolicy;
-use std::sync::LazyLock;
+use refill::{Claim, ClaimAll};
 use table::{LeaseCell, LeaseTable};
 
 /// A fleet-wide GCRA limit kept in Redis, checked locally from leases: each process takes
@@ -192,46 +192,6 @@ struct Inner<C> {
     counters: Counters,
 }
 
-/// A refill's claim on a key's word, made when the claim succeeds and owned by the refill: if
-/// the refill's future is dropped before it publishes (a cancelled request, a background task
-/// its runtime drops unpolled), the claim ends with nothing granted. A key is never left
-/// claimed.
-struct Claim {
-    cell: Arc<LeaseCell>,
-    now_grain: u64,
-    deadline: u64,
-    published: bool,
-}
-
-impl Claim {
-    fn new(cell: Arc<LeaseCell>, now_grain: u64, policy: &LeasePolicy) -> Claim {
-        Claim {
-            cell,
-            now_grain,
-            deadline: now_grain + policy.lifetime_grains,
-            published: false,
-        }
-    }
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        if !self.published {
-            self.cell.publish(self.now_grain, 0, 0, self.deadline);
-        }
-    }
-}
-
-/// A give-back's claim of every unit of a key ([`LeaseCell::claim_all`]), ended on drop, so a
-/// cancelled `give_back_unused` leaves no key claimed.
-struct ClaimAll<'cell>(&'cell LeaseCell);
-
-impl Drop for ClaimAll<'_> {
-    fn drop(&mut self) {
-        self.0.release_empty();
-    }
-}
-
 /// What a local spend found.
 enum Served {
     /// Taken from the lease; `held` units are left.
@@ -239,11 +199,6 @@ enum Served {
     /// Too few units: the slow path decides.
     Short,
 }
-
-/// The give-back script: lowers the key's word by a lease's unused units if Redis still holds
-/// the word that lease wrote.
-static GIVE_BACK_SCRIPT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../lua/give_back.lua")));
 
 impl LeasedRedisLimiter<QuantaClock> {
     /// A builder for a limiter that leases from `shared`'s keys.
@@ -460,7 +415,7 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
 
 /// What the shared budget could lease at the latest refill.
 #[inline]
-fn held_estimate(cell: &LeaseCell) -> u64 {
+pub(super) fn held_estimate(cell: &LeaseCell) -> u64 {
     // ORDERING: Relaxed: an estimate for the decision's remaining; orders nothing.
     cell.shared_remaining.load(Ordering::Relaxed)
 }
@@ -572,129 +527,6 @@ impl<C: Clock + 'static> Inner<C> {
             }
             None => self.direct(key, cost, at).await,
         }
-    }
-
-    /// One refill of `key`, claimed from the word `previous`: gives back the previous lease's
-    /// lapsed units (while Redis holds its token), takes the next lease (topping the key up to its lease size,
-    /// and at least `cost`), spends `cost` from it for the refilling request, and publishes the
-    /// rest. The request's decision (`None` for a background refill, which has no request).
-    async fn refill(
-        &self,
-        key: &str,
-        mut claim: Claim,
-        previous: u64,
-        cost: u64,
-        now: Timestamp,
-        at: Option<Timestamp>,
-    ) -> Option<Decision<Gcra>> {
-        let cell = Arc::clone(&claim.cell);
-        let cell = &*cell;
-        let (now_grain, deadline) = (claim.now_grain, claim.deadline);
-        // ORDERING: Relaxed: written only under the claim, which this refill holds (its
-        // Acquire ordered the previous refill's writes before these reads).
-        let current_units = cell.lease_units.load(Ordering::Relaxed);
-        let lease_units = self.policy.next_units(current_units, previous, now_grain);
-        let held = word::spendable(previous, now_grain);
-        let lapsed = word::units(previous) - held;
-        if lapsed > 0 {
-            self.give_back(key, cell, lapsed).await;
-        }
-        let want = lease_units.saturating_sub(held).max(cost);
-        let mut granted = 0;
-        let mut decision = None;
-        if want > 0 {
-            let taken = self.take(key, want, at).await;
-            if taken.is_allowed() && !taken.is_fallback() {
-                granted = want;
-                self.granted(cell, &taken, want);
-            } else if cost > 0 && want > cost && !taken.is_fallback() {
-                // Not the whole lease: just the request's cost, or its denial.
-                let just_cost = self.take(key, cost, at).await;
-                if just_cost.is_allowed() && !just_cost.is_fallback() {
-                    granted = cost;
-                    self.granted(cell, &just_cost, cost);
-                } else {
-                    decision = Some(just_cost);
-                }
-            } else if cost > 0 {
-                decision = Some(if taken.is_fallback() {
-                    self.shared.fallback(cost, at)
-                } else {
-                    taken
-                });
-            }
-        }
-        let spent = if granted >= cost && cost > 0 { cost } else { 0 };
-        // ORDERING: Relaxed: read again by the next refill, after its Acquire claim pairs
-        // with the Release publish below.
-        cell.lease_units.store(lease_units, Ordering::Relaxed);
-        claim.published = true;
-        let held_after = cell.publish(now_grain, granted, spent, deadline);
-        if spent > 0 {
-            return Some(self.served_locally(held_after, held_estimate(cell), cost, now));
-        }
-        decision
-    }
-
-    /// Records a lease Redis granted: its token (the word it wrote) and what remains.
-    fn granted(&self, cell: &LeaseCell, taken: &Decision<Gcra>, units: u64) {
-        // ORDERING: Relaxed: under the claim; published by the refill's Release.
-        cell.token.store(taken.state_word(), Ordering::Relaxed);
-        // ORDERING: Relaxed: an estimate (see `held_estimate`).
-        cell.shared_remaining
-            .store(taken.remaining(), Ordering::Relaxed);
-        Counters::add(&self.counters.leases, 1);
-        Counters::add(&self.counters.leased_units, units);
-    }
-
-    /// Takes `units` of `key`'s shared budget: the shared limiter's check of that cost.
-    async fn take(&self, key: &str, units: u64, at: Option<Timestamp>) -> Decision<Gcra> {
-        let mut request = Request::cost(units);
-        if let Some(at) = at {
-            request = request.at(at);
-        }
-        match self.shared.check_with(key, request).await {
-            Ok(decision) => decision,
-            // Unreachable: `units` is at most the largest lease (checked against the burst at
-            // build) or a validated cost; answered as a failure would be, never a panic.
-            Err(_) => self.shared.fallback(units, at),
-        }
-    }
-
-    /// One script call for the request, exactly as the shared limiter decides.
-    #[cold]
-    async fn direct(&self, key: &str, cost: u64, at: Option<Timestamp>) -> Decision<Gcra> {
-        Counters::add(&self.counters.direct_checks, 1);
-        self.take(key, cost, at).await
-    }
-
-    /// Gives `units` of the key's latest lease back, if Redis still holds the word it wrote.
-    /// Whether it did.
-    async fn give_back(&self, key: &str, cell: &LeaseCell, units: u64) -> bool {
-        // ORDERING: Relaxed: under the claim (see `refill`).
-        let token = cell.token.load(Ordering::Relaxed);
-        if token == 0 {
-            return false;
-        }
-        let decrement = self.shared.quota().increment_ticks(units);
-        let mut invocation = GIVE_BACK_SCRIPT.prepare_invoke();
-        invocation
-            .key(self.shared.key_name(key))
-            .arg("")
-            .arg(self.shared.store.epoch_unix_seconds.to_string())
-            .arg("1")
-            .arg(hex(token))
-            .arg(hex(decrement));
-        let mut connection = self.shared.store.connection.clone();
-        let call = invocation.invoke_async::<i64>(&mut connection);
-        let given = matches!(
-            tokio::time::timeout(self.shared.store.timeout, call).await,
-            Ok(Ok(1))
-        );
-        if given {
-            Counters::add(&self.counters.units_given_back, units);
-        }
-        given
     }
 
     /// The decision of an admission served from the process's lease, `held` units left: as
