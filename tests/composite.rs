@@ -12,7 +12,7 @@
 use nanolimit::composite::{Composite, CompositeDecision};
 use nanolimit::{
     Clock, Decision, FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request,
-    RequestError, SlidingWindow, Step, Timestamp,
+    RequestError, SlidingWindow, Step, StripedLimiter, Timestamp,
 };
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -273,6 +273,41 @@ proptest! {
         })?;
     }
 
+    /// A per-key GCRA, then a striped global GCRA with one stripe and leases of one unit (so
+    /// exactly a plain GCRA: every unit is leased as it is admitted): the striped member last,
+    /// admitting from its stripe, and first, checked on its shared budget.
+    #[test]
+    fn a_striped_global_member_first_or_last_matches_the_model(
+        (count, burst, period_ms) in (1..8u64, 1..8u64, 10..1_000u64),
+        (global_count, global_burst) in (1..16u64, 1..16u64),
+        striped_last in any::<bool>(),
+        schedule in schedule(9, 200_000_000),
+    ) {
+        let clock = ManualClock::new();
+        let per_key = keyed(gcra(count, burst, period_ms), &clock);
+        let global = StripedLimiter::builder(gcra(global_count, global_burst, 1_000))
+            .stripes(1)
+            .lease_units(1, 1)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let per_key_model = ModelMember::new(gcra(count, burst, period_ms), true);
+        let global_model = ModelMember::new(gcra(global_count, global_burst, 1_000), false);
+        if striped_last {
+            let composite = Composite::new((&per_key, &global));
+            assert_matches_model(vec![per_key_model, global_model], &schedule, |key, request, peek| {
+                let decision = if peek { composite.peek_with(&key, request) } else { composite.check_with(&key, request) };
+                decision.map(observe2)
+            })?;
+        } else {
+            let composite = Composite::new((&global, &per_key));
+            assert_matches_model(vec![global_model, per_key_model], &schedule, |key, request, peek| {
+                let decision = if peek { composite.peek_with(&key, request) } else { composite.check_with(&key, request) };
+                decision.map(observe2)
+            })?;
+        }
+    }
+
     /// Two windows on one key, then a global GCRA: three members, all algorithms.
     #[test]
     fn sliding_fixed_and_gcra_members_match_the_model(
@@ -476,4 +511,138 @@ fn on_a_frozen_clock_no_member_ever_over_admits_and_window_refunds_are_exact() {
             .remaining();
     assert_eq!(global_held, global_admitted);
     assert!(global_admitted > 0);
+}
+
+#[test]
+fn a_striped_member_before_a_denying_one_gets_its_cost_back_exactly() {
+    let clock = ManualClock::new();
+    let global = StripedLimiter::builder(Gcra::per_second(100).unwrap())
+        .lease_units(10, 10)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let per_ip = KeyedLimiter::builder(Gcra::per_second(2).unwrap())
+        .clock(clock)
+        .build()
+        .unwrap();
+    // Not last: checked on the shared budget, one unit at a time, no lease taken.
+    let limits = Composite::new((&global, &per_ip));
+    assert!(limits.check(&7u32).is_allowed());
+    assert!(limits.check(&7u32).is_allowed());
+    assert_eq!(global.quota_remaining(), 98);
+    let denied = limits.check(&7u32);
+    assert!(denied.is_denied());
+    assert_eq!(denied.binding(), 1);
+    assert_eq!(global.quota_remaining(), 98);
+    assert_eq!(
+        (0..4).map(|stripe| global.held_units(stripe)).sum::<u64>(),
+        0
+    );
+}
+
+#[test]
+fn a_striped_member_last_admits_from_its_stripe() {
+    let clock = ManualClock::new();
+    let global = StripedLimiter::builder(Gcra::per_second(100).unwrap())
+        .stripes(1)
+        .lease_units(10, 10)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let per_ip = KeyedLimiter::builder(Gcra::per_second(2).unwrap())
+        .clock(clock)
+        .build()
+        .unwrap();
+    let limits = Composite::new((&per_ip, &global));
+    let allowed = limits.check(&7u32);
+    assert!(allowed.is_allowed());
+    // One lease of 10 from the budget, one unit of it spent, nine held by the stripe.
+    assert_eq!(global.quota_remaining(), 90);
+    assert_eq!(global.held_units(0), 9);
+    assert!(limits.check(&7u32).is_allowed());
+    assert_eq!(global.held_units(0), 8);
+    // The client's own limit denies first: the global member is not touched.
+    assert!(limits.check(&7u32).is_denied());
+    assert_eq!(global.held_units(0), 8);
+}
+
+/// Threads: each with its own per-key GCRA, then one striped global GCRA last (several stripes,
+/// leases up to 8) on a frozen clock. Every unit the global member admits was leased from its
+/// budget, so it admits at most its burst; the per-key members, refunded when the global one
+/// denies, keep exactly what the allowed checks consumed.
+#[test]
+fn on_a_frozen_clock_a_striped_global_member_admits_at_most_its_budget() {
+    const THREADS: usize = 4;
+    const CHECKS: u64 = 3_000;
+    const KEYS: u64 = 8;
+    const GLOBAL_BURST: u64 = 300;
+    let clock = ManualClock::new();
+    let global = StripedLimiter::builder(
+        Gcra::per_minute(60)
+            .unwrap()
+            .with_burst(GLOBAL_BURST)
+            .unwrap(),
+    )
+    .stripes(4)
+    .lease_units(1, 8)
+    .clock(clock.clone())
+    .build()
+    .unwrap();
+    let own_limits: Vec<_> = (0..THREADS)
+        .map(|_| {
+            KeyedLimiter::builder(Gcra::per_minute(40).unwrap())
+                .clock(clock.clone())
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let now = clock.now();
+    let admitted: Vec<Vec<u64>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = own_limits
+            .iter()
+            .enumerate()
+            .map(|(thread, own)| {
+                let limits = Composite::new((own, &global));
+                scope.spawn(move || {
+                    let mut admitted = vec![0u64; KEYS as usize];
+                    for check in 0..CHECKS {
+                        let key = (check * 5 + thread as u64) % KEYS;
+                        let cost = 1 + check % 2;
+                        let decision = limits
+                            .check_with(&key, Request::cost(cost).at(now))
+                            .unwrap();
+                        if decision.is_allowed() {
+                            admitted[key as usize] += cost;
+                        }
+                    }
+                    admitted
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .collect()
+    });
+    let global_admitted: u64 = admitted.iter().flatten().sum();
+    let held: u64 = (0..4).map(|stripe| global.held_units(stripe)).sum();
+    assert!(
+        global_admitted + held <= GLOBAL_BURST,
+        "{global_admitted} admitted and {held} held of {GLOBAL_BURST}"
+    );
+    assert!(
+        global_admitted >= GLOBAL_BURST - 4 * 8,
+        "{global_admitted} admitted"
+    );
+    for (thread, own) in own_limits.iter().enumerate() {
+        for key in 0..KEYS {
+            let own_admitted = admitted[thread][key as usize];
+            let own_held = 40
+                - own
+                    .peek_with(&key, Request::cost(0).at(now))
+                    .unwrap()
+                    .remaining();
+            assert_eq!(own_held, own_admitted, "thread {thread}, key {key}");
+        }
+    }
 }

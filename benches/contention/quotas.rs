@@ -42,6 +42,8 @@ pub enum AlgorithmKind {
     FetchAddPair,
     /// composite-2: nanolimit's `Composite` of a per-key GCRA and a global GCRA.
     GcraPlusGcra,
+    /// composite-2: the same composite with the global GCRA a `StripedLimiter`, last.
+    GcraPlusGcraStriped,
     /// composite-2's floor: a clock read, ahash and a compare-and-swap on the thread's own
     /// word, then one on a shared word.
     TwoCas,
@@ -71,6 +73,7 @@ impl AlgorithmKind {
             AlgorithmKind::Semaphore => "semaphore",
             AlgorithmKind::FetchAddPair => "fetch-add-pair",
             AlgorithmKind::GcraPlusGcra => "gcra+gcra",
+            AlgorithmKind::GcraPlusGcraStriped => "gcra+gcra-striped",
             AlgorithmKind::TwoCas => "two-cas",
             AlgorithmKind::CasFetchAdd => "cas-fetch-add",
         }

@@ -6,7 +6,8 @@ use crate::decision::Decision;
 use crate::direct::Limiter;
 use crate::keyed::{KeyMode, KeyedLimiter};
 use crate::operation::{Consume, Refund};
-use crate::quota::Quota;
+use crate::quota::{Gcra, Quota};
+use crate::striped::{thread_stripe, StripedLimiter};
 use std::sync::Arc;
 
 mod private {
@@ -67,19 +68,21 @@ mod private {
 pub(crate) use private::{Held, HeldUnits, MemberCore};
 
 /// A limiter that can be a member of a [`Composite`](super::Composite): a direct [`Limiter`]
-/// (any key: it ignores it) or a [`KeyedLimiter`] keyed by `K`, owned or behind a reference or
-/// an [`Arc`] (so that several composites can share one member, such as a global limit).
-/// Sealed. Striped limiters, sliding logs and in-flight limiters are not members (see the
+/// or [`StripedLimiter`] (any key: they ignore it) or a [`KeyedLimiter`] keyed by `K`, owned or
+/// behind a reference or an [`Arc`] (so that several composites can share one member, such as
+/// a global limit). Sealed. Sliding logs and in-flight limiters are not members (see the
 /// [module documentation](super)).
 ///
 /// ```
 /// use nanolimit::composite::Member;
-/// use nanolimit::{Gcra, KeyedLimiter, Limiter};
+/// use nanolimit::{Gcra, KeyedLimiter, Limiter, StripedLimiter};
 ///
 /// fn is_member<K: ?Sized, M: Member<K>>(_: &M) {}
 /// let global = Limiter::new(Gcra::per_second(50_000)?);
+/// let striped_global = StripedLimiter::new(Gcra::per_second(50_000)?);
 /// let per_ip = KeyedLimiter::<u32, _>::new(Gcra::per_second(100)?, 1_000)?;
 /// is_member::<u32, _>(&global);
+/// is_member::<u32, _>(&striped_global);
 /// is_member::<u32, _>(&per_ip);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -177,6 +180,46 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> MemberCore<K> for KeyedLimite
     #[inline]
     fn member_peek(&self, key: &K, cost: u64, now: Timestamp) -> Decision<Q> {
         self.peek_decision(key, &self.quota, cost, self.quota.instant(now))
+    }
+}
+
+/// A striped limiter admits from the calling thread's stripe only as the last member, whose
+/// admission no refund follows. Before another member, it is checked on its shared budget
+/// directly, as a plain [`Limiter`] (and refunded as one: exactly): a unit spent from a stripe
+/// has no word that giving it back would restore.
+impl<K: ?Sized, C: Clock> MemberCore<K> for StripedLimiter<C> {
+    type Quota = Gcra;
+
+    #[inline]
+    fn member_now(&self) -> Timestamp {
+        self.now()
+    }
+
+    #[inline]
+    fn member_limit(&self) -> u64 {
+        self.quota().limit()
+    }
+
+    #[inline]
+    fn consume(&self, key: &K, cost: u64, now: Timestamp, last: bool) -> (Decision<Gcra>, Held) {
+        if last {
+            (
+                self.decide(thread_stripe::current(), cost, now),
+                Held::NOTHING,
+            )
+        } else {
+            MemberCore::<K>::consume(self.shared(), key, cost, now, false)
+        }
+    }
+
+    #[cold]
+    fn refund(&self, held: Held, cost: u64, now: Timestamp) {
+        MemberCore::<K>::refund(self.shared(), held, cost, now);
+    }
+
+    #[inline]
+    fn member_peek(&self, _key: &K, cost: u64, now: Timestamp) -> Decision<Gcra> {
+        self.peek_decision(thread_stripe::current(), cost, now)
     }
 }
 

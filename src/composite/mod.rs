@@ -17,10 +17,18 @@
 //! 100 per second, and 50,000 per second in all). Every keyed member takes the one key a check
 //! names; direct members ignore it (a composite of direct members only is checked with `&()`).
 //!
-//! Not members: the [`StripedLimiter`](crate::StripedLimiter) (a thread's admission comes from
-//! units its stripe leased earlier, with no word to give back to), the sliding logs (an
-//! admission is a record in a ring, not a step on one word) and the in-flight limiters (units
-//! held until a permit drops, not a rate).
+//! A [`StripedLimiter`](crate::StripedLimiter) (a global GCRA budget that scales with cores)
+//! may be a member too, and belongs **last**: there, nothing follows it to deny, so it admits
+//! from the calling thread's stripe as its own check does, with no write to a line other cores
+//! use. Anywhere else it is checked on its shared budget directly, as a plain
+//! [`Limiter`](crate::Limiter) is, so that a later member's denial can give the cost back
+//! exactly (a unit spent from a stripe has no word that giving it back would restore); it then
+//! contends as a plain limiter does. Its guarantees are its own
+//! ([`over_admission_bound`](crate::StripedLimiter::over_admission_bound)); a composite adds
+//! nothing to them.
+//!
+//! Not members: the sliding logs (an admission is a record in a ring, not a step on one word)
+//! and the in-flight limiters (units held until a permit drops, not a rate).
 //!
 //! | operation | shorthand | packet-loop form | full form |
 //! |---|---|---|---|

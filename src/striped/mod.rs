@@ -425,7 +425,7 @@ impl<C: Clock> StripedLimiter<C> {
     // and the call plus the `Decision` written through memory cost about a third of the check
     // (see docs/performance.md, "0.4: striped leases"). The refill stays `#[cold]` and out of line.
     #[inline(always)]
-    fn decide(&self, stripe_number: usize, cost: u64, now: Timestamp) -> Decision<Gcra> {
+    pub(crate) fn decide(&self, stripe_number: usize, cost: u64, now: Timestamp) -> Decision<Gcra> {
         let quota = self.shared.quota();
         let instant = quota.instant(now);
         if cost == 0 {
@@ -631,8 +631,19 @@ impl<C: Clock> StripedLimiter<C> {
         Decision::new(false, cost, state, instant, self.shared.lead.judging(quota))
     }
 
+    /// The shared budget the stripes lease from: a plain limiter, checked directly where an
+    /// admission must be exactly undoable (a composite member other than the last).
+    pub(crate) fn shared(&self) -> &Limiter<Gcra, C> {
+        &self.shared
+    }
+
     /// The core every peek funnels into: loads only.
-    fn peek_decision(&self, stripe_number: usize, cost: u64, now: Timestamp) -> Decision<Gcra> {
+    pub(crate) fn peek_decision(
+        &self,
+        stripe_number: usize,
+        cost: u64,
+        now: Timestamp,
+    ) -> Decision<Gcra> {
         let quota = self.shared.quota();
         let instant = quota.instant(now);
         let stripe = &self.stripes[stripe_number & self.stripe_mask];
