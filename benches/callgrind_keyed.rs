@@ -22,6 +22,9 @@
 //! patterns and implementations of `benches/keyed.rs` (`hot_key`: one key, allowed;
 //! `denied_key`: one key whose quota is spent, denied; `rotate_100k`: keys 0..100,000 in turn;
 //! `random_1m`: keys drawn uniformly from 0..1,000,000; all keys present before the loop;
+//! `zipf_1m`: the contention benchmark's keyed-zipf-1m, 2^20 Zipf draws (s = 1.1) over
+//! 1,000,000 keys from its first thread's seed, in a table of that capacity, replayed once
+//! before the loop (so the loop, as that scenario's measured second, checks present keys);
 //! `new_key`: a key never seen on every call, the insert path, reclaiming a slot). For cache
 //! misses per call, add `--cache-sim=yes` (and, to model this machine's last level,
 //! `--LL=33554432,16,64`).
@@ -85,6 +88,20 @@ const RANDOM_KEYS: u64 = 1_000_000;
 /// Length of the precomputed sequence of random keys (read sequentially, wrapping around).
 const RANDOM_SEQUENCE_LEN: usize = 1 << 20;
 
+/// Keys drawn from by `zipf_1m` (as keyed-zipf-1m in the contention benchmark).
+const ZIPF_KEYS: u64 = 1_000_000;
+
+/// keyed-zipf-1m's draws of its first thread: Zipf (s = 1.1) over `ZIPF_KEYS`, 2^20 of them,
+/// from that thread's seed (`benches/contention/keys.rs`).
+fn zipf_draws() -> Vec<u64> {
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+    let distribution = rand_distr::Zipf::new(ZIPF_KEYS, 1.1).expect("valid Zipf parameters");
+    let mut rng = StdRng::seed_from_u64(0x5EED_0000);
+    (0..1 << 20)
+        .map(|_| rng.sample(distribution) as u64 - 1)
+        .collect()
+}
+
 /// The capacity of the tables of `hot_key`.
 const HOT_KEY_CAPACITY: usize = 100_000;
 
@@ -105,6 +122,7 @@ const PATTERNS: &[&str] = &[
     "new_key",
     "rotate_100k",
     "random_1m",
+    "zipf_1m",
     "one_thread",
     "two_threads",
 ];
@@ -315,6 +333,27 @@ fn run<S: KeyedSubject>(pattern: &str, iterations: u64) -> Result<(), String> {
             let mut index = 0usize;
             let allowed = measured_loop(&subject, iterations, || {
                 let key = sequence[index & (RANDOM_SEQUENCE_LEN - 1)];
+                index += 1;
+                black_box(key)
+            });
+            if subject.stored_keys() != stored {
+                return Err("the loop inserted keys".into());
+            }
+            allowed
+        }
+        "zipf_1m" => {
+            let subject = S::build(&KeyedQuota::ManyKeysStayLive.spec(), ZIPF_KEYS as usize);
+            let sequence = zipf_draws();
+            for &key in &sequence {
+                if !subject.check_at_caller_ns(key, 0) {
+                    return Err(format!("filling: key {key} denied"));
+                }
+            }
+            let stored = subject.stored_keys();
+            println!("{pattern}: {stored} keys present");
+            let mut index = 0usize;
+            let allowed = measured_loop(&subject, iterations, || {
+                let key = sequence[index & (sequence.len() - 1)];
                 index += 1;
                 black_box(key)
             });
