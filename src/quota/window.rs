@@ -20,7 +20,9 @@ const MIN_SUPPORTED_NS: u64 = 16;
 pub(crate) struct WindowLength {
     pub(crate) window_ns: u64,
     reciprocal: u64,
-    reciprocal_shift: u32,
+    /// The reciprocal's shift less 64: applied to the product's high word (the shift is at
+    /// least 64, so its low word never counts).
+    reciprocal_high_shift: u32,
 }
 
 /// "Now" for window algorithms: which window, and how far into it. Made only by a quota's
@@ -114,7 +116,7 @@ impl WindowLength {
             window_ns,
             // At most 2^60 + 1: fits u64.
             reciprocal: reciprocal as u64,
-            reciprocal_shift: shift,
+            reciprocal_high_shift: shift - 64,
         }
     }
 
@@ -142,20 +144,20 @@ impl WindowLength {
         [
             self.window_ns,
             self.reciprocal,
-            u64::from(self.reciprocal_shift),
+            u64::from(self.reciprocal_high_shift),
         ]
     }
 
     /// A window quota's encoding (`Encoded`): its limit, its forward-window bound and this
     /// length, the same layout for both window algorithms.
     pub(crate) fn quota_words(self, limit: u64, forward_windows: u64) -> [u64; QUOTA_WORDS] {
-        let [window_ns, reciprocal, reciprocal_shift] = self.to_words();
+        let [window_ns, reciprocal, reciprocal_high_shift] = self.to_words();
         [
             limit,
             forward_windows,
             window_ns,
             reciprocal,
-            reciprocal_shift,
+            reciprocal_high_shift,
             0,
             0,
         ]
@@ -164,18 +166,18 @@ impl WindowLength {
     /// The limit, forward-window bound and length [`quota_words`](Self::quota_words) made
     /// `words` of.
     pub(crate) fn from_quota_words(words: [u64; QUOTA_WORDS]) -> (u64, u64, WindowLength) {
-        let [limit, forward_windows, window_ns, reciprocal, reciprocal_shift, ..] = words;
-        let length = WindowLength::from_words([window_ns, reciprocal, reciprocal_shift]);
+        let [limit, forward_windows, window_ns, reciprocal, reciprocal_high_shift, ..] = words;
+        let length = WindowLength::from_words([window_ns, reciprocal, reciprocal_high_shift]);
         (limit, forward_windows, length)
     }
 
     /// The length [`to_words`](Self::to_words) made `words` of.
-    pub(crate) fn from_words([window_ns, reciprocal, reciprocal_shift]: [u64; 3]) -> Self {
+    pub(crate) fn from_words([window_ns, reciprocal, reciprocal_high_shift]: [u64; 3]) -> Self {
         WindowLength {
             window_ns,
             reciprocal,
             // Made from a `u32` by `to_words`.
-            reciprocal_shift: reciprocal_shift as u32,
+            reciprocal_high_shift: reciprocal_high_shift as u32,
         }
     }
 
@@ -230,8 +232,9 @@ impl WindowLength {
     #[inline]
     pub(crate) fn instant(&self, now: Timestamp) -> WindowInstant {
         let now_ns = now.as_ns();
-        let window_index =
-            ((now_ns as u128 * self.reciprocal as u128) >> self.reciprocal_shift) as u64;
+        // The product's high word, shifted by the rest: one multiply and one shift of 64 bits.
+        let product_high = ((now_ns as u128 * self.reciprocal as u128) >> 64) as u64;
+        let window_index = product_high >> self.reciprocal_high_shift;
         WindowInstant {
             window_index,
             elapsed_ns: now_ns - window_index * self.window_ns,
