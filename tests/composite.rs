@@ -9,7 +9,7 @@
 //! - Threads on a frozen clock: no member ever admits more than its limit, and every unit a
 //!   window member holds is one an allowed composite check consumed (the refunds are exact).
 
-use nanolimit::composite::{Composite, CompositeDecision};
+use nanolimit::composite::{Composite, CompositeDecision, Members};
 use nanolimit::{
     Clock, Decision, FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request,
     RequestError, SlidingWindow, Step, StripedLimiter, Timestamp,
@@ -415,6 +415,43 @@ fn members_behind_arcs_share_one_global_limit() {
     assert_eq!(admin.members().0.peek().remaining(), 9);
 }
 
+/// Runs one thread per composite, each making `checks` checks at `now` of the (key, cost)
+/// `key_and_cost(thread, check)` gives (keys below 64); returns the cost each thread had
+/// admitted per key.
+fn run_threads<M: Members<u64> + Sync>(
+    composites: Vec<Composite<M>>,
+    checks: u64,
+    now: Timestamp,
+    key_and_cost: impl Fn(u64, u64) -> (u64, u64) + Sync,
+) -> Vec<Vec<u64>> {
+    let key_and_cost = &key_and_cost;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = composites
+            .iter()
+            .enumerate()
+            .map(|(thread, limits)| {
+                scope.spawn(move || {
+                    let mut admitted = vec![0u64; 64];
+                    for check in 0..checks {
+                        let (key, cost) = key_and_cost(thread as u64, check);
+                        let decision = limits
+                            .check_with(&key, Request::cost(cost).at(now))
+                            .unwrap();
+                        if decision.is_allowed() {
+                            admitted[key as usize] += cost;
+                        }
+                    }
+                    admitted
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .collect()
+    })
+}
+
 /// Threads: `THREADS` threads, each with its own composite (a per-key GCRA of its own and a
 /// keyed fixed window shared by all, then a global fixed window shared by all) on a frozen
 /// clock, so that nothing refills.
@@ -445,34 +482,15 @@ fn on_a_frozen_clock_no_member_ever_over_admits_and_window_refunds_are_exact() {
         })
         .collect();
     let now = clock.now();
-    let admitted_per_key: Vec<Vec<u64>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = own_limits
+    let admitted_per_key = run_threads(
+        own_limits
             .iter()
-            .enumerate()
-            .map(|(thread, own)| {
-                let limits =
-                    Composite::new((own.as_ref(), per_key_window.as_ref(), global.as_ref()));
-                scope.spawn(move || {
-                    let mut admitted = vec![0u64; KEYS as usize];
-                    for check in 0..CHECKS {
-                        let key = (check * 7 + thread as u64) % KEYS;
-                        let cost = 1 + check % 3;
-                        let decision = limits
-                            .check_with(&key, Request::cost(cost).at(now))
-                            .unwrap();
-                        if decision.is_allowed() {
-                            admitted[key as usize] += cost;
-                        }
-                    }
-                    admitted
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| handle.join().unwrap())
-            .collect()
-    });
+            .map(|own| Composite::new((own.as_ref(), per_key_window.as_ref(), global.as_ref())))
+            .collect(),
+        CHECKS,
+        now,
+        |thread, check| ((check * 7 + thread) % KEYS, 1 + check % 3),
+    );
     let mut global_admitted = 0;
     for key in 0..KEYS {
         let admitted: u64 = admitted_per_key
@@ -597,33 +615,15 @@ fn on_a_frozen_clock_a_striped_global_member_admits_at_most_its_budget() {
         })
         .collect();
     let now = clock.now();
-    let admitted: Vec<Vec<u64>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = own_limits
+    let admitted = run_threads(
+        own_limits
             .iter()
-            .enumerate()
-            .map(|(thread, own)| {
-                let limits = Composite::new((own, &global));
-                scope.spawn(move || {
-                    let mut admitted = vec![0u64; KEYS as usize];
-                    for check in 0..CHECKS {
-                        let key = (check * 5 + thread as u64) % KEYS;
-                        let cost = 1 + check % 2;
-                        let decision = limits
-                            .check_with(&key, Request::cost(cost).at(now))
-                            .unwrap();
-                        if decision.is_allowed() {
-                            admitted[key as usize] += cost;
-                        }
-                    }
-                    admitted
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| handle.join().unwrap())
-            .collect()
-    });
+            .map(|own| Composite::new((own, &global)))
+            .collect(),
+        CHECKS,
+        now,
+        |thread, check| ((check * 5 + thread) % KEYS, 1 + check % 2),
+    );
     let global_admitted: u64 = admitted.iter().flatten().sum();
     let held: u64 = (0..4).map(|stripe| global.held_units(stripe)).sum();
     assert!(
