@@ -531,10 +531,17 @@ fn on_a_frozen_clock_no_member_ever_over_admits_and_window_refunds_are_exact() {
     assert!(global_admitted > 0);
 }
 
-#[test]
-fn a_striped_member_before_a_denying_one_gets_its_cost_back_exactly() {
+/// A striped global limit of 100 per second in `stripes` stripes with leases of 10 units, and
+/// a per-IP limit of 2 per second, on one manual clock.
+fn striped_global_and_per_ip(
+    stripes: usize,
+) -> (
+    StripedLimiter<ManualClock>,
+    KeyedLimiter<u32, Gcra, ManualClock>,
+) {
     let clock = ManualClock::new();
     let global = StripedLimiter::builder(Gcra::per_second(100).unwrap())
+        .stripes(stripes)
         .lease_units(10, 10)
         .clock(clock.clone())
         .build()
@@ -543,6 +550,12 @@ fn a_striped_member_before_a_denying_one_gets_its_cost_back_exactly() {
         .clock(clock)
         .build()
         .unwrap();
+    (global, per_ip)
+}
+
+#[test]
+fn a_striped_member_before_a_denying_one_gets_its_cost_back_exactly() {
+    let (global, per_ip) = striped_global_and_per_ip(8);
     // Not last: checked on the shared budget, one unit at a time, no lease taken.
     let limits = Composite::new((&global, &per_ip));
     assert!(limits.check(&7u32).is_allowed());
@@ -553,24 +566,16 @@ fn a_striped_member_before_a_denying_one_gets_its_cost_back_exactly() {
     assert_eq!(denied.binding(), 1);
     assert_eq!(global.quota_remaining(), 98);
     assert_eq!(
-        (0..4).map(|stripe| global.held_units(stripe)).sum::<u64>(),
+        (0..global.stripes())
+            .map(|stripe| global.held_units(stripe))
+            .sum::<u64>(),
         0
     );
 }
 
 #[test]
 fn a_striped_member_last_admits_from_its_stripe() {
-    let clock = ManualClock::new();
-    let global = StripedLimiter::builder(Gcra::per_second(100).unwrap())
-        .stripes(1)
-        .lease_units(10, 10)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    let per_ip = KeyedLimiter::builder(Gcra::per_second(2).unwrap())
-        .clock(clock)
-        .build()
-        .unwrap();
+    let (global, per_ip) = striped_global_and_per_ip(1);
     let limits = Composite::new((&per_ip, &global));
     let allowed = limits.check(&7u32);
     assert!(allowed.is_allowed());
