@@ -95,6 +95,18 @@ impl<Q: Quota> Decision<Q> {
         }
     }
 
+    /// This decision, its outcome restated as `allowed` (what it already is): for a caller that
+    /// knows the outcome from a branch, so that the compiler sees a constant, not a `bool` read
+    /// back from memory.
+    #[inline]
+    pub(crate) fn with_allowed(self, allowed: bool) -> Self {
+        debug_assert_eq!(
+            self.allowed, allowed,
+            "the outcome is restated, never changed"
+        );
+        Decision { allowed, ..self }
+    }
+
     /// Whether this admission inserted its key (a keyed table's first write for it).
     #[inline]
     pub(crate) fn inserted_its_key(&self) -> bool {

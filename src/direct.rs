@@ -259,11 +259,9 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     }
 
     /// The core every check funnels into: [`decide`](Self::decide) with the check's step, then
-    /// counted (the counters readied before it; for [`NoCounters`], nothing: the check is the
-    /// uncounted one).
+    /// counted (for [`NoCounters`], nothing: the check is the uncounted one).
     #[inline]
     fn check_core(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
-        self.counters.ready();
         let decision = self.decide(Consume, quota, cost, now);
         self.counters.record(decision.is_allowed(), cost);
         decision

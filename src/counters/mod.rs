@@ -22,9 +22,10 @@
 //! - A thread that owns a *counting slot* counts on its slot's stripe, which no other thread
 //!   writes: each count is a Relaxed load and a Relaxed store of the sum, with no locked
 //!   instruction (one of each for a check of one unit, two otherwise). A thread claims a slot
-//!   (a compare-and-swap, Acquire) before its first counted check in the process (before the
-//!   check decides, so that the count after the decision is a few instructions and no call),
-//!   and a thread-local's destructor frees it (a Release store) when the thread ends; the next
+//!   (a compare-and-swap, Acquire) at its first counted check in the process, on the count's
+//!   cold path (the hot path, for a thread that owns a slot, is a thread-local load, a bounds
+//!   test and the add: no call), and a thread-local's destructor frees it (a Release store)
+//!   when the thread ends; the next
 //!   owner's loads then read the last owner's stores, so a slot passing from thread to thread
 //!   loses nothing. There are twice as many slots as the machine has hardware threads (at least
 //!   8, at most 256), shared by every set of counters in the process.
@@ -175,13 +176,6 @@ mod sealed {
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
 pub trait Counting: sealed::Sealed + Send + Sync + core::fmt::Debug {
-    /// Readies the calling thread to count ([`Counters`]: claims a counting slot at its first
-    /// check, or when it is due to try again), before the check decides: then
-    /// [`record`](Self::record), after the decision, makes no call (a call there kept the
-    /// compiler from leaving the decision in registers).
-    #[doc(hidden)]
-    fn ready(&self);
-
     /// Counts one check of `cost` units, allowed or denied (nothing, for [`NoCounters`]).
     #[doc(hidden)]
     fn record(&self, allowed: bool, cost: u64);
@@ -207,9 +201,6 @@ pub struct NoCounters;
 impl sealed::Sealed for NoCounters {}
 
 impl Counting for NoCounters {
-    #[inline(always)]
-    fn ready(&self) {}
-
     #[inline(always)]
     fn record(&self, _allowed: bool, _cost: u64) {}
 
@@ -268,6 +259,15 @@ impl Counters {
         }
     }
 
+    /// [`Counting::record`] for a thread that owns no slot: claims one if it is due to try (its
+    /// first count, then every 4,096), and counts on it, or on a shared stripe. Out of line: a
+    /// thread that owns a slot never calls it, and its count stays a few instructions.
+    #[cold]
+    #[inline(never)]
+    fn record_unowned(&self, allowed: bool, cost: u64) {
+        self.record_on(self.stripes.mine_after_claim(), allowed, cost);
+    }
+
     /// The totals so far.
     fn read(&self) -> Totals {
         let allowed = self.stripes.sum(ALLOWED_CALLS);
@@ -284,15 +284,14 @@ impl Counters {
 impl sealed::Sealed for Counters {}
 
 impl Counting for Counters {
-    #[inline]
-    fn ready(&self) {
-        crate::striped::thread_stripe::ready_to_count();
-    }
-
-    /// Counts one check of `cost` units, allowed or denied, on the calling thread's stripe.
+    /// Counts one check of `cost` units, allowed or denied, on the calling thread's stripe: its
+    /// slot's, inline, if it owns one; else on the cold path, which may claim one first.
     #[inline]
     fn record(&self, allowed: bool, cost: u64) {
-        self.record_on(self.stripes.mine(), allowed, cost);
+        match self.stripes.owned_stripe() {
+            Some(cells) => self.record_on(Stripe::Owned(cells), allowed, cost),
+            None => self.record_unowned(allowed, cost),
+        }
     }
 
     fn totals(&self) -> Option<Totals> {

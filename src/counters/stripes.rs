@@ -109,11 +109,23 @@ impl<const FIELDS: usize> Stripes<FIELDS> {
         Self::new(parallelism.min(MAX_DEFAULT_SHARED_STRIPES))
     }
 
-    /// The calling thread's stripe: its slot's, if it owns one, else the shared stripe its
-    /// number picks. Makes no call (a thread's first use of its number aside): the claiming is
-    /// [`thread_stripe::ready_to_count`]'s, before.
+    /// The stripe of the slot the calling thread owns, or `None` if it owns none: the counting
+    /// hot path, one thread-local load and a bounds test (a thread that owns no slot reads as
+    /// [`thread_stripe::NOT_OWNED`], past every stripe), no call.
     #[inline]
-    pub(crate) fn mine(&self) -> Stripe<'_, FIELDS> {
+    pub(crate) fn owned_stripe(&self) -> Option<&Cells<FIELDS>> {
+        self.owned
+            .get(thread_stripe::owned_slot())
+            .map(|cells| &**cells)
+    }
+
+    /// The calling thread's stripe, for a thread that found it owns no slot
+    /// ([`owned_stripe`](Self::owned_stripe)): claims one first if it is due to try
+    /// ([`thread_stripe::ready_to_count`]), then its slot's stripe, or the shared stripe its
+    /// number picks.
+    #[cold]
+    pub(crate) fn mine_after_claim(&self) -> Stripe<'_, FIELDS> {
+        thread_stripe::ready_to_count();
         match self.owned.get(thread_stripe::owned_slot()) {
             Some(cells) => Stripe::Owned(cells),
             None => self.on_shared_stripe(thread_stripe::current()),
@@ -121,7 +133,7 @@ impl<const FIELDS: usize> Stripes<FIELDS> {
     }
 
     /// Shared stripe `number` (reduced modulo the shared stripe count): for tests that pick the
-    /// stripes their threads share, and for [`mine`](Self::mine).
+    /// stripes their threads share, and for [`mine_after_claim`](Self::mine_after_claim).
     #[inline]
     pub(crate) fn on_shared_stripe(&self, number: usize) -> Stripe<'_, FIELDS> {
         Stripe::Shared(&self.shared[number & self.shared_mask])
@@ -132,8 +144,10 @@ impl<const FIELDS: usize> Stripes<FIELDS> {
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     #[inline]
     pub(crate) fn add(&self, field: usize, amount: u64) {
-        thread_stripe::ready_to_count();
-        self.mine().add(field, amount);
+        match self.owned_stripe() {
+            Some(cells) => Stripe::Owned(cells).add(field, amount),
+            None => self.mine_after_claim().add(field, amount),
+        }
     }
 
     /// The sum of `field` over the stripes (wrapping).

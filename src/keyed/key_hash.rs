@@ -130,7 +130,6 @@ impl<K: Hash + ?Sized, Q: Quota, C: Clock, N: Counting> KeyedLimiter<K, Q, C, Ha
     pub fn check_hash_at(&self, hash: KeyHash, now: Timestamp) -> Decision<Q> {
         let identity_hash = self.key_hash_seeds.identity_hash(hash);
         // Every quota's limit is at least 1.
-        self.counters.ready();
         let decision = self.decide_identified(
             Consume,
             identity_hash,
@@ -169,7 +168,6 @@ impl<K: Hash + ?Sized, Q: Quota, C: Clock, N: Counting> KeyedLimiter<K, Q, C, Ha
         let identity_hash = self.key_hash_seeds.identity_hash(hash);
         let identity = [identity_hash];
         // A check of no cost changes nothing: judged as a peek, counted as a check.
-        self.counters.ready();
         let decision = if resolved.cost == 0 {
             self.peek_identified(identity_hash, &identity, &resolved.quota, 0, resolved.now)
         } else {

@@ -260,11 +260,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     }
 
     /// The core every check funnels into: [`decide`](Self::decide) with the check's step, then
-    /// counted (the counters readied before it; for [`NoCounters`], nothing: the check is the
-    /// uncounted one).
+    /// counted (for [`NoCounters`], nothing: the check is the uncounted one).
     #[inline]
     fn check_core(&self, key: &K, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
-        self.counters.ready();
         let decision = self.decide(Consume, key, quota, cost, now);
         self.counters.record(decision.is_allowed(), cost);
         decision

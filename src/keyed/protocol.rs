@@ -161,7 +161,6 @@ use crate::decision::{Decision, Refusal};
 use crate::driver::{self, Applied, Attempt};
 use crate::operation::Operation;
 use crate::quota::{Quota, Step};
-use crate::request::JudgingLead;
 use crate::sync::Ordering;
 use crate::throttle::KeyIdentity;
 
@@ -215,7 +214,19 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                 Attempt::Denied | Attempt::Lost { .. } => {}
             }
         }
-        self.decide_slow(operation, hash, identity, quota, cost, now)
+        // The cold path hands back a tracked key's outcome and word, not a `Decision`: built
+        // here, those arms' decisions are made of registers, and every arm's outcome is a
+        // constant. From a `Decision` returned through memory for every outcome, the compiler
+        // wrote the fast path's decision to the stack too once the counters' code followed the
+        // check.
+        match self.decide_slow(operation, hash, identity, quota, cost, now) {
+            SlowDecision::Allowed { current } => Decision::new(true, cost, current, now, *quota),
+            SlowDecision::Denied { observed } => {
+                Decision::new(false, cost, observed, now, self.lead.judging(quota))
+            }
+            SlowDecision::NewKeyAllowed(decision) => decision.with_allowed(true),
+            SlowDecision::NewKeyRefused(decision) => decision.with_allowed(false),
+        }
     }
 
     /// The core every peek funnels into: the key's state as it is, judged without writing or
@@ -301,17 +312,15 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         quota: &Q,
         cost: u64,
         now: Q::Instant,
-    ) -> Decision<Q> {
+    ) -> SlowDecision<Q> {
         let placement = self.table.place(hash);
         loop {
             let Some((slot, observed)) = self.table.find(placement, &identity) else {
                 return self.insert(operation, placement, &identity, quota, cost, now);
             };
-            let applied = apply_to_slot(
-                operation, slot, &identity, observed, &self.lead, quota, cost, now,
-            );
-            if let Some(decision) = applied {
-                return decision;
+            let applied = apply_to_slot(operation, slot, &identity, observed, quota, cost, now);
+            if let Some(tracked) = applied {
+                return tracked;
             }
             // The slot was reassigned while we raced for it: look again.
         }
@@ -412,23 +421,15 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             let Some((slot, observed)) = self.table.find(placement, &identity) else {
                 return false;
             };
-            let applied = apply_to_slot(
-                operation,
-                slot,
-                &identity,
-                observed,
-                &self.lead,
-                &self.quota,
-                0,
-                now,
-            );
-            if let Some(decision) = applied {
-                return decision.is_allowed();
+            let applied = apply_to_slot(operation, slot, &identity, observed, &self.quota, 0, now);
+            if let Some(tracked) = applied {
+                return matches!(tracked, SlowDecision::Allowed { .. });
             }
         }
     }
 
-    /// The slowest path: a key not in the table.
+    /// The slowest path: a key not in the table (unless it is found here after all: then a
+    /// tracked decision, as [`decide_slow`](Self::decide_slow)'s).
     #[inline(never)]
     fn insert(
         &self,
@@ -438,7 +439,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         quota: &Q,
         cost: u64,
         now: Q::Instant,
-    ) -> Decision<Q> {
+    ) -> SlowDecision<Q> {
         let shard = placement.shard;
         let _guard = self.table.lock(shard);
         // A new key is judged no earlier than the shard's floor (module docs, "Keys that come
@@ -452,9 +453,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         loop {
             let candidate = match self.choose_slot(placement, Some(identity), now) {
                 Ok(Candidate::Holding { slot, state }) => {
-                    let applied = apply_to_slot(
-                        operation, slot, identity, state, &self.lead, quota, cost, reading,
-                    );
+                    // Judged at its own reading, as the caller's `now` is.
+                    let applied =
+                        apply_to_slot(operation, slot, identity, state, quota, cost, reading);
                     return applied.expect(
                         "slots are not reassigned while their shard's insert lock is held",
                     );
@@ -468,11 +469,13 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                             Step::Allow(state) => state,
                             Step::Deny => Q::FRESH,
                         };
-                        Decision::untracked(cost, state, now, self.lead.judging(quota))
+                        let judging = self.lead.judging(quota);
+                        SlowDecision::NewKeyAllowed(Decision::untracked(cost, state, now, judging))
                     } else {
                         self.table.count(shard, TableEvent::RefusedNewKey);
                         let judging = self.lead.judging(quota);
-                        Decision::refused(cost, Refusal::UntilFresh(soonest_fresh), now, judging)
+                        let refusal = Refusal::UntilFresh(soonest_fresh);
+                        SlowDecision::NewKeyRefused(Decision::refused(cost, refusal, now, judging))
                     };
                 }
             };
@@ -504,7 +507,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                 // new key is refused, until that state would admit it.
                 self.table.count(shard, TableEvent::RefusedNewKey);
                 let judging = self.lead.judging(quota);
-                return Decision::refused(cost, Refusal::UntilAdmitted(inherited), now, judging);
+                let refusal = Refusal::UntilAdmitted(inherited);
+                return SlowDecision::NewKeyRefused(Decision::refused(cost, refusal, now, judging));
             };
             if let Some(previous) = previous {
                 if !claim(slot, previous) {
@@ -525,7 +529,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             }
             self.table.set_hint(placement, slot);
             publish(slot, identity, first_state);
-            return Decision::inserted(cost, first_state, now, *quota);
+            let inserted = Decision::inserted(cost, first_state, now, *quota);
+            return SlowDecision::NewKeyAllowed(inserted);
         }
     }
 
@@ -569,20 +574,35 @@ impl<S: SlotOps, Q: Quota, O: Operation<Q>> Operation<Q> for UndoWithinStay<'_, 
     }
 }
 
-/// Runs the shared CAS driver on a slot found holding `identity` with state `observed`.
-/// Returns `None` if the slot was reassigned to another key before our update landed.
+/// What the slow path of a check (of a cost above zero) decided
+/// ([`KeyedLimiter::decide_slow`]). On the state of a key the table holds: the outcome and the
+/// word, from which the fast path builds the `Decision`. The outcome is the variant, never a
+/// `bool` field: a `bool` read back from memory costs the fast path an instruction where the
+/// paths meet.
+enum SlowDecision<Q: Quota> {
+    /// A tracked key admitted: the word the check wrote.
+    Allowed { current: u64 },
+    /// A tracked key denied: the word that denied it.
+    Denied { observed: u64 },
+    /// A key the table did not hold, admitted: inserted, or untracked by a full table.
+    NewKeyAllowed(Decision<Q>),
+    /// A key the table did not hold, refused by a full table.
+    NewKeyRefused(Decision<Q>),
+}
+
+/// Runs the shared CAS driver on a slot found holding `identity` with state `observed`:
+/// [`SlowDecision::Allowed`] or [`SlowDecision::Denied`]. Returns `None` if the slot was
+/// reassigned to another key before our update landed.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 fn apply_to_slot<S: SlotOps, Q: Quota>(
     operation: impl Operation<Q>,
     slot: &S,
     identity: &S::Identity,
     mut observed: u64,
-    lead: &JudgingLead,
     quota: &Q,
     cost: u64,
     now: Q::Instant,
-) -> Option<Decision<Q>> {
+) -> Option<SlowDecision<Q>> {
     // `find` already checked the identity for the first observed value; after a lost race, or
     // a denial the state did not confirm, the new value may belong to another key.
     let mut identity_checked = true;
@@ -595,19 +615,13 @@ fn apply_to_slot<S: SlotOps, Q: Quota>(
             Some(operation.step(quota, state, now, cost))
         };
         match driver::apply(slot.state(), observed, guard) {
-            Applied::Allowed { current } => {
-                return Some(Decision::new(true, cost, current, now, *quota));
-            }
+            Applied::Allowed { current } => return Some(SlowDecision::Allowed { current }),
             Applied::Denied {
                 observed: denied_on,
             } if slot.unchanged_since(denied_on) => {
-                return Some(Decision::new(
-                    false,
-                    cost,
-                    denied_on,
-                    now,
-                    lead.judging(quota),
-                ));
+                return Some(SlowDecision::Denied {
+                    observed: denied_on,
+                });
             }
             Applied::Denied { .. } => {
                 // ORDERING: Acquire, as the lookup's load: the identity is checked against

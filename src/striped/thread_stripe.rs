@@ -9,7 +9,8 @@
 //! - **Counting slots.** A process-wide registry of [`slot_count`] slots, one flag each. A
 //!   thread that counts (a limiter's counters, the HTTP layer's statistics:
 //!   `counters::stripes`) claims a free slot with a compare-and-swap (Acquire) before its first
-//!   count ([`ready_to_count`], called before a check decides) and owns it until it ends, when
+//!   count ([`ready_to_count`], on the count's cold path: a thread whose [`owned_slot`] is
+//!   [`NOT_OWNED`]) and owns it until it ends, when
 //!   a thread-local's destructor frees it (a Release store); a later thread may then claim it.
 //!   Every set of counters keeps one stripe per slot, which only the slot's owner writes: with a
 //!   plain load and store, no locked instruction. A thread that owns no slot (all taken, or its
@@ -191,11 +192,10 @@ impl Drop for SlotGuard {
     }
 }
 
-/// Readies the calling thread to count, before a check decides: a thread that owns no slot
-/// claims one if it is due to try (its first count, then every [`CLAIM_RETRY`] counts). Inline
-/// it is one load and a branch; the claiming is a call here, before the decision, so that the
-/// count after it makes none (a call there kept the compiler from leaving the decision in
-/// registers: 13 instructions more per check).
+/// Readies the calling thread to count: a thread that owns no slot claims one if it is due to
+/// try (its first count, then every [`CLAIM_RETRY`] counts). Called by a count that found the
+/// thread owning no slot ([`owned_slot`]), on its cold path: a thread that owns one never calls
+/// it, so its count is a load, a bounds test and the add.
 #[inline]
 pub(crate) fn ready_to_count() {
     if OWNED_SLOT
