@@ -2,17 +2,22 @@
 # Instructions per call of nanolimit's checks, counted by valgrind's callgrind: stable on noisy
 # machines, where the criterion timings of benches/direct.rs and benches/keyed.rs are not.
 #
-#   bash benches/callgrind.sh [direct|keyed|all] [REGEX]     (default: all, every case)
+#   bash benches/callgrind.sh [direct|keyed|http|all] [REGEX]     (default: all, every case)
 #
 # REGEX (extended, as `grep -E`) keeps only the cases whose names match it, e.g.
 # `bash benches/callgrind.sh direct 'loop_only|gcra_(allowed|reserve)'`.
 #
-# Builds the two runners (benches/callgrind_direct.rs, benches/callgrind_keyed.rs) with
+# Builds the runners (benches/callgrind_direct.rs, benches/callgrind_keyed.rs, and for `http`
+# benches/callgrind_http_{floor,nanolimit,tower_governor}.rs, one binary per case, with
+# `--all-features`, as the contention benchmark) with
 # `cargo bench --no-run`, honouring CARGO_TARGET_DIR, then runs every case twice under
 # `valgrind --tool=callgrind --toggle-collect='*measured_loop*'`: with ITERATIONS=0 and with
 # ITERATIONS=200000. Instructions per call = (Ir at 200000 - Ir at 0) / 200000: the set-up
 # outside the loop cancels out; the loop's own instructions (and the key generator's, for
-# keyed cases) do not, and the `loop_only` cases measure them.
+# keyed cases) do not, and the `loop_only` cases measure them. The http cases are requests
+# through a tower service (the contention benchmark's http-layer, one thread): `http/floor` is
+# the service alone, and the script prints the layers' overhead ratio,
+# (nanolimit - floor) / (tower_governor - floor), after the table.
 #
 # Prints a table `case  instructions_per_call`. A run that fails (valgrind or the runner, which
 # verifies that every call had the outcome its case is named after) is reported with its last
@@ -20,13 +25,13 @@
 set -u -o pipefail
 
 usage() {
-    echo "usage: bash benches/callgrind.sh [direct|keyed|all] [REGEX]" >&2
+    echo "usage: bash benches/callgrind.sh [direct|keyed|http|all] [REGEX]" >&2
     exit 2
 }
 
 selection=${1:-all}
 case "$selection" in
-direct | keyed | all) ;;
+direct | keyed | http | all) ;;
 *) usage ;;
 esac
 filter=${2:-}
@@ -50,16 +55,37 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "building the runners..." >&2
-if ! cargo bench --no-run --bench callgrind_direct --bench callgrind_keyed \
-    --message-format=json >"$work/cargo.json"; then
-    echo "callgrind.sh: cargo bench --no-run failed" >&2
-    exit 1
+direct_runner=
+keyed_runner=
+if [ "$selection" != http ]; then
+    if ! cargo bench --no-run --bench callgrind_direct --bench callgrind_keyed \
+        --message-format=json >"$work/cargo.json"; then
+        echo "callgrind.sh: cargo bench --no-run failed" >&2
+        exit 1
+    fi
+    direct_runner=$(executable_of callgrind_direct "$work/cargo.json")
+    keyed_runner=$(executable_of callgrind_keyed "$work/cargo.json")
+    if [ -z "$direct_runner" ] || [ -z "$keyed_runner" ]; then
+        echo "callgrind.sh: cargo reported no executable for the runners" >&2
+        exit 1
+    fi
 fi
-direct_runner=$(executable_of callgrind_direct "$work/cargo.json")
-keyed_runner=$(executable_of callgrind_keyed "$work/cargo.json")
-if [ -z "$direct_runner" ] || [ -z "$keyed_runner" ]; then
-    echo "callgrind.sh: cargo reported no executable for the runners" >&2
-    exit 1
+http_cases=(floor nanolimit tower_governor)
+declare -A http_runners=()
+if [ "$selection" = http ] || [ "$selection" = all ]; then
+    if ! cargo bench --no-run --all-features --bench callgrind_http_floor \
+        --bench callgrind_http_nanolimit --bench callgrind_http_tower_governor \
+        --message-format=json >"$work/cargo_http.json"; then
+        echo "callgrind.sh: cargo bench --no-run --all-features failed" >&2
+        exit 1
+    fi
+    for case in "${http_cases[@]}"; do
+        http_runners[$case]=$(executable_of "callgrind_http_$case" "$work/cargo_http.json")
+        if [ -z "${http_runners[$case]}" ]; then
+            echo "callgrind.sh: cargo reported no executable for callgrind_http_$case" >&2
+            exit 1
+        fi
+    done
 fi
 
 failures=0
@@ -85,21 +111,22 @@ instructions() {
     echo "$count"
 }
 
-# Prints one table row per case of runner $1.
+# Prints one table row per case of runner $1, each case's name prefixed with $2 (the runner
+# is given the case without it), and keeps the counts in $work/counts.
 measure() {
-    local runner=$1
-    shift
+    local runner=$1 prefix=$2
+    shift 2
     local case at_zero at_n
     for case in "$@"; do
-        if [ -n "$filter" ] && ! grep -Eq -- "$filter" <<<"$case"; then
+        if [ -n "$filter" ] && ! grep -Eq -- "$filter" <<<"$prefix$case"; then
             continue
         fi
         if at_zero=$(instructions "$runner" "$case" 0) &&
             at_n=$(instructions "$runner" "$case" "$ITERATIONS"); then
-            awk -v a="$at_zero" -v b="$at_n" -v n="$ITERATIONS" -v c="$case" \
-                'BEGIN { printf "%-50s %12.2f\n", c, (b - a) / n }'
+            awk -v a="$at_zero" -v b="$at_n" -v n="$ITERATIONS" -v c="$prefix$case" \
+                'BEGIN { printf "%-50s %12.2f\n", c, (b - a) / n }' | tee -a "$work/counts"
         else
-            printf "%-50s %12s\n" "$case" "FAILED"
+            printf "%-50s %12s\n" "$prefix$case" "FAILED"
             failures=$((failures + 1))
         fi
     done
@@ -136,11 +163,25 @@ for pattern in hot_key denied_key rotate_100k new_key; do
 done
 
 printf "%-50s %12s\n" "case" "instructions_per_call"
-if [ "$selection" != keyed ]; then
-    measure "$direct_runner" "${direct_cases[@]}"
+touch "$work/counts"
+if [ "$selection" = direct ] || [ "$selection" = all ]; then
+    measure "$direct_runner" "" "${direct_cases[@]}"
 fi
-if [ "$selection" != direct ]; then
-    measure "$keyed_runner" "${keyed_cases[@]}"
+if [ "$selection" = keyed ] || [ "$selection" = all ]; then
+    measure "$keyed_runner" "" "${keyed_cases[@]}"
+fi
+if [ ${#http_runners[@]} -ne 0 ]; then
+    for case in "${http_cases[@]}"; do
+        measure "${http_runners[$case]}" "http/" "$case"
+    done
+    # The layers' overhead over the service alone, and nanolimit's as a share of tower_governor's.
+    awk '$1 == "http/floor" { floor = $2 } $1 == "http/nanolimit" { nanolimit = $2 }
+        $1 == "http/tower_governor" { governor = $2 }
+        END {
+            if (floor != "" && nanolimit != "" && governor != "" && governor != floor)
+                printf "http overhead over floor: nanolimit %.2f, tower_governor %.2f, ratio %.3f\n",
+                    nanolimit - floor, governor - floor, (nanolimit - floor) / (governor - floor)
+        }' "$work/counts"
 fi
 
 if [ "$failures" -ne 0 ]; then

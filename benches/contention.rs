@@ -204,9 +204,14 @@
 
 #[path = "contention/composite.rs"]
 mod composite;
+#[path = "shared/http_clients.rs"]
+mod http_clients;
 #[cfg(all(feature = "http", feature = "axum"))]
 #[path = "contention/http_layer.rs"]
 mod http_layer;
+#[cfg(all(feature = "http", feature = "axum"))]
+#[path = "shared/http_requests.rs"]
+mod http_requests;
 #[path = "contention/inflight.rs"]
 mod inflight;
 #[path = "contention/keys.rs"]
@@ -262,11 +267,9 @@ const HOT_UNDER_FLOOD_GCRA_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000, 1_000
 /// keyed-hot-under-flood, window algorithms, per key: 10^6 per 2 ms window, which the hot key
 /// would need 5·10^8 checks per second to reach.
 const HOT_UNDER_FLOOD_WINDOW_QUOTA: QuotaSpec = QuotaSpec::per_second(500_000_000, 1_000_000);
-/// http-layer, per client IP (nanolimit and tower_governor): far above what a client offers, so
-/// every request passes; the burst lets a check pass with a clock reading up to 1 s old (a
-/// thread preempted between its reading and its update, as happens with more threads than
-/// cores).
-const HTTP_LAYER_QUOTA: QuotaSpec = QuotaSpec::per_second(1_000_000, 1_000_000);
+/// http-layer, per client IP: in `benches/shared/http_clients.rs`, shared with
+/// `benches/callgrind_http.rs`.
+use http_clients::HTTP_LAYER_QUOTA;
 /// http-layer's thread counts unless `--threads` says otherwise (the smoke test: 1 and 2).
 const HTTP_LAYER_THREADS: [usize; 3] = [1, 2, 4];
 /// inflight's thread counts unless `--threads` says otherwise (the smoke test: 1 and 2).

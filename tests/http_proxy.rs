@@ -7,7 +7,8 @@
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use nanolimit::http::{
-    ForwardingHeader, KeyRejection, PeerIp, RateLimitLayer, MAX_FORWARDING_HEADER_BYTES,
+    ForwardingHeader, KeyExtractor, KeyRejection, PeerIp, RateLimitLayer,
+    MAX_FORWARDING_HEADER_BYTES,
 };
 use nanolimit::{Gcra, KeyedLimiter, ManualClock};
 use std::convert::Infallible;
@@ -349,6 +350,17 @@ async fn ipv6_clients_are_keyed_by_prefix() -> TestResult {
     assert_eq!(key(&by_64, other_64), Ok(ip("2001:db8:1:3::")));
     assert_eq!(key(&by_64, "192.0.2.1"), Ok(ip("192.0.2.1")));
     assert_eq!(key(&by_64, "::ffff:192.0.2.1"), Ok(ip("192.0.2.1")));
+    // The key the layer checks is the same address.
+    for peer in [
+        same_64_a,
+        same_64_b,
+        other_64,
+        "192.0.2.1",
+        "::ffff:192.0.2.1",
+    ] {
+        let lent = by_64.with_key(&request(Some(peer), &[]), |key: &IpAddr| *key);
+        assert_eq!(lent, key(&by_64, peer), "{peer}");
+    }
 
     let layer_64 = layer(1, by_64);
     for (peer, expected) in [

@@ -286,6 +286,39 @@ async fn allowed_responses_carry_no_headers_by_default() -> TestResult {
     Ok(())
 }
 
+/// Options turned on and then off again leave a layer that behaves as one never given them
+/// (the pass path it takes depends on the options), and an option set after others still
+/// applies.
+#[tokio::test]
+async fn options_turned_off_again_and_set_last_apply() -> TestResult {
+    let limiter = Arc::new(Limiter::with_clock(
+        Gcra::per_minute(4)?,
+        ManualClock::new(),
+    ));
+    let layer = RateLimitLayer::direct(Arc::clone(&limiter))
+        .headers_on_allowed(true)
+        .headers_on_allowed(false);
+    let address = serve(routes().layer(layer.clone())).await;
+    let client = client();
+    let allowed = get_plain(&client, address).await;
+    assert_eq!(allowed.status, StatusCode::OK);
+    assert!(!allowed.has_rate_limit_headers(), "{allowed:?}");
+    assert_eq!(layer.stats().allowed, 1);
+
+    // A cost set on the plain layer: each request now takes 2 of the 3 units left.
+    let costly = layer.cost(|_: &RequestHead<'_>| 2);
+    let address = serve(routes().layer(costly.clone())).await;
+    let allowed = get_plain(&client, address).await;
+    assert_eq!(allowed.status, StatusCode::OK);
+    assert!(!allowed.has_rate_limit_headers(), "{allowed:?}");
+    let denied = get_plain(&client, address).await;
+    assert_eq!(denied.status, StatusCode::TOO_MANY_REQUESTS);
+    // The layers share their statistics.
+    let stats = costly.stats();
+    assert_eq!((stats.allowed, stats.rejected), (2, 1));
+    Ok(())
+}
+
 /// Whole seconds rounded up, as the layer writes them.
 fn ceil_seconds(duration: Duration) -> u64 {
     duration.as_nanos().div_ceil(1_000_000_000) as u64

@@ -25,63 +25,21 @@
 //! keys identical), 10,000 of them from 198.18.0.0/15 (reserved for benchmarks, RFC 2544), and
 //! each thread walks the pool in its own random order, pre-built before the measurement.
 
+use crate::http_requests::{
+    client_address, client_request, governor_config, nanolimit_layer, respond, respond_now,
+};
 use crate::keyed_subjects::unbounded_map_report;
-use crate::keys::{http_client_order, HTTP_CLIENTS};
+use crate::keys::http_client_order;
 use crate::measure::{measure, Measurement, Outcome, Timing, Worker, ALLOWED};
 use crate::{lifetime_since, Context, Job, LimiterKind, MeasuredRun, Scenario};
 use axum::body::Body;
-use axum::extract::ConnectInfo;
 use http::{Request, Response, StatusCode};
-use nanolimit::http::{PeerIp, RateLimitLayer};
-use nanolimit::{Gcra, KeyedLimiter};
-use std::convert::Infallible;
 use std::fmt::Debug;
-use std::future::{ready, Future, Ready};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::pin::pin;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::Instant;
-use tower::{service_fn, Layer, Service, ServiceExt};
-use tower_governor::governor::GovernorConfigBuilder;
+use tower::{service_fn, Layer, Service};
 use tower_governor::GovernorLayer;
-
-/// The first client address: 198.18.0.0/15 is set aside for benchmarks (RFC 2544).
-const FIRST_CLIENT: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 0);
-
-/// Client `index`'s address and (ephemeral-looking) port.
-fn client_address(index: u32) -> SocketAddr {
-    assert!(index < HTTP_CLIENTS);
-    let ip = Ipv4Addr::from(u32::from(FIRST_CLIENT) + index);
-    SocketAddr::new(IpAddr::V4(ip), 40_000 + (index % 20_000) as u16)
-}
-
-/// The inner service's handler: `200 OK`, empty body, at once.
-fn respond(_request: Request<Body>) -> Ready<Result<Response<Body>, Infallible>> {
-    ready(Ok(Response::new(Body::empty())))
-}
-
-/// Calls `service` as a server does, `ready()` then `call()`, polling each future once with a
-/// no-op waker: every service here answers at once, so a future still pending is a bug in the
-/// benchmark (it panics).
-#[inline]
-fn respond_now<S>(service: &mut S, request: Request<Body>) -> Response<Body>
-where
-    S: Service<Request<Body>, Response = Response<Body>>,
-    S::Error: Debug,
-{
-    let mut context = TaskContext::from_waker(Waker::noop());
-    let service = match pin!(service.ready()).poll(&mut context) {
-        Poll::Ready(Ok(service)) => service,
-        Poll::Ready(Err(error)) => panic!("the service failed to get ready: {error:?}"),
-        Poll::Pending => panic!("the service was not ready at once"),
-    };
-    match pin!(service.call(request)).poll(&mut context) {
-        Poll::Ready(Ok(response)) => response,
-        Poll::Ready(Err(error)) => panic!("the service failed: {error:?}"),
-        Poll::Pending => panic!("the response was not ready at once"),
-    }
-}
 
 /// Loop body of http-layer: one request from the next client of this thread's walk through the
 /// pool, counted as allowed when answered `200 OK`.
@@ -119,9 +77,7 @@ where
         if self.position == self.clients.len() {
             self.position = 0;
         }
-        let mut request = Request::new(Body::empty());
-        request.extensions_mut().insert(ConnectInfo(client));
-        let response = respond_now(&mut self.service, request);
+        let response = respond_now(&mut self.service, client_request(client));
         Outcome::from(response.status() == StatusCode::OK) * ALLOWED
     }
 }
@@ -144,15 +100,8 @@ pub fn run(job: Job, context: &Context) -> MeasuredRun {
     let endpoint = service_fn(respond);
     match job.limiter {
         LimiterKind::Nanolimit => {
-            let limiter = Arc::new(
-                KeyedLimiter::<IpAddr, Gcra>::new(
-                    quota.gcra(),
-                    Scenario::HttpLayer.table_capacity(threads),
-                )
-                .expect("a valid table"),
-            );
-            let layer = RateLimitLayer::keyed(Arc::clone(&limiter), PeerIp::new())
-                .headers_on_allowed(false);
+            let layer = nanolimit_layer(&quota, Scenario::HttpLayer.table_capacity(threads));
+            let limiter = Arc::clone(layer.limiter());
             let service = layer.layer(endpoint);
             let built = Instant::now();
             let measurement = measure_service(&service, threads, timing);
@@ -175,13 +124,7 @@ pub fn run(job: Job, context: &Context) -> MeasuredRun {
             }
         }
         LimiterKind::TowerGovernor => {
-            let interval_ns = u64::try_from(quota.emission_interval().as_nanos())
-                .expect("the emission interval fits u64 nanoseconds");
-            let config = GovernorConfigBuilder::default()
-                .per_nanosecond(interval_ns)
-                .burst_size(u32::try_from(quota.burst).expect("the burst fits u32"))
-                .finish()
-                .expect("a valid tower_governor configuration");
+            let config = governor_config(&quota);
             let limiter = Arc::clone(config.limiter());
             let service = GovernorLayer::<_, _, Body>::new(config).layer(endpoint);
             let built = Instant::now();

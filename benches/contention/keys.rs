@@ -1,9 +1,9 @@
 //! Key patterns of the keyed scenarios: the per-thread key sources used in the measured loop,
 //! and, after a run, how often each key was checked (to compute what the quota allows).
 
+pub use crate::http_clients::{http_client_order, HTTP_CLIENTS};
 use crate::subjects::KeySource;
 use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_distr::Zipf;
 use std::sync::Arc;
@@ -25,8 +25,6 @@ pub const FLOOD_LEGITIMATE_KEYS: u64 = 4;
 pub const FLOOD_LEGITIMATE_EVERY: u64 = 64;
 /// Flows in the packet loop (a power of two; shared by all threads).
 pub const PACKET_FLOWS: u64 = 65_536;
-/// Client addresses in http-layer (one pool, shared by all threads).
-pub const HTTP_CLIENTS: u32 = 10_000;
 
 /// keyed-hot: one key.
 pub struct HotKey;
@@ -237,17 +235,6 @@ impl KeySource for FlowKeys {
         self.position = (self.position + 1) & (PACKET_FLOWS - 1);
         (flow, false)
     }
-}
-
-/// http-layer: the order in which thread `thread_index` walks the client pool, cycling: a
-/// permutation of `0..HTTP_CLIENTS` seeded by thread index (the same on every call), so that
-/// consecutive requests come from unrelated clients and threads do not move in step.
-pub fn http_client_order(thread_index: usize) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..HTTP_CLIENTS).collect();
-    order.shuffle(&mut StdRng::seed_from_u64(
-        0x4874_7470 + thread_index as u64,
-    ));
-    order
 }
 
 /// A scenario's key pattern, for the accounting after a run.

@@ -14,7 +14,6 @@ pin_project_lite::pin_project! {
     pub struct ResponseFuture<F, Q, ResBody, E> {
         #[pin]
         state: State<F, ResBody, E>,
-        headers: Option<Box<HeaderMap>>,
         quota: core::marker::PhantomData<fn() -> Q>,
     }
 }
@@ -26,17 +25,21 @@ pub(super) type HeldFuture<ResBody, E> =
 pin_project_lite::pin_project! {
     #[project = StateProjection]
     enum State<F, ResBody, E> {
-        Passed { #[pin] future: F },
+        /// Passed on, the layer's headers (boxed: rare) to be added to the response.
+        Passed { #[pin] future: F, headers: Option<Box<HeaderMap>> },
         Answered { response: Option<Box<Response<ResBody>>> },
         Held { future: HeldFuture<ResBody, E> },
     }
 }
 
 impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
+    #[inline(always)]
     pub(super) fn passed(future: F, headers: Option<HeaderMap>) -> Self {
         ResponseFuture {
-            state: State::Passed { future },
-            headers: headers.filter(|headers| !headers.is_empty()).map(Box::new),
+            state: State::Passed {
+                future,
+                headers: headers.filter(|headers| !headers.is_empty()).map(Box::new),
+            },
             quota: core::marker::PhantomData,
         }
     }
@@ -46,7 +49,6 @@ impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
             state: State::Answered {
                 response: Some(Box::new(response)),
             },
-            headers: None,
             quota: core::marker::PhantomData,
         }
     }
@@ -57,7 +59,6 @@ impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
     ) -> Self {
         ResponseFuture {
             state: State::Held { future },
-            headers: None,
             quota: core::marker::PhantomData,
         }
     }
@@ -69,22 +70,30 @@ where
 {
     type Output = Result<Response<ResBody>, E>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let mut response = match this.state.project() {
-            StateProjection::Passed { future } => match future.poll(cx) {
-                Poll::Ready(result) => result?,
-                Poll::Pending => return Poll::Pending,
-            },
-            StateProjection::Answered { response } => {
-                return Poll::Ready(Ok(*response.take().expect("polled after completion")));
+        match self.project().state.project() {
+            // No headers to add (the common case): the inner future's poll is the answer, moved
+            // once.
+            StateProjection::Passed {
+                future,
+                headers: None,
+            } => future.poll(cx),
+            StateProjection::Passed { future, headers } => {
+                let mut response = match future.poll(cx) {
+                    Poll::Ready(result) => result?,
+                    Poll::Pending => return Poll::Pending,
+                };
+                if let Some(headers) = headers.take() {
+                    merge_headers(response.headers_mut(), *headers);
+                }
+                Poll::Ready(Ok(response))
             }
-            StateProjection::Held { future } => return future.as_mut().poll(cx),
-        };
-        if let Some(headers) = this.headers.take() {
-            merge_headers(response.headers_mut(), *headers);
+            StateProjection::Answered { response } => {
+                Poll::Ready(Ok(*response.take().expect("polled after completion")))
+            }
+            StateProjection::Held { future } => future.as_mut().poll(cx),
         }
-        Poll::Ready(Ok(response))
     }
 }
 

@@ -225,7 +225,18 @@ impl KeyExtractor for PeerIp {
         request: &Request<B>,
         judge: impl FnOnce(&IpAddr) -> R,
     ) -> Result<R, KeyRejection> {
-        Ok(judge(&self.client_ip(request)?))
+        // `client_ip`'s steps, with an IPv4 peer (the common case) judged in a branch of its
+        // own: through `client_ip` the compiler merges both families into one value and
+        // rebuilds the IPv4 key from it byte by byte.
+        let client = if self.trusted_proxies == 0 {
+            match peer_address(request).ok_or(KeyRejection::Missing)? {
+                IpAddr::V4(v4) => return Ok(judge(&IpAddr::V4(v4))),
+                v6 => v6,
+            }
+        } else {
+            self.forwarded_client(request)?
+        };
+        Ok(judge(&self.masked(client)))
     }
 }
 

@@ -152,6 +152,22 @@ pub(super) struct Shared<L, X: KeyExtractor, Q: Quota> {
     pub(super) rejection: Option<RejectionFn>,
     /// Shared by every clone of the layer, and by the layers configured from them.
     pub(super) counters: Arc<LayerCounters>,
+    /// Whether an allowed request needs nothing but the limiter's `check` of one unit: no
+    /// cost or tier closure, no delay mode, no headers on allowed responses. Kept by
+    /// [`RateLimitLayer::configure`], so that the service's pass path tests one flag instead
+    /// of the options one by one.
+    pub(super) plain_check: bool,
+}
+
+impl<L, X: KeyExtractor, Q: Quota> Shared<L, X, Q> {
+    /// Whether the options leave an allowed request nothing to do but one unit's check.
+    fn checks_plainly(&self) -> bool {
+        #[cfg(feature = "tokio")]
+        let delays = self.delay.is_some();
+        #[cfg(not(feature = "tokio"))]
+        let delays = false;
+        self.cost.is_none() && self.tier.is_none() && !self.headers_on_allowed && !delays
+    }
 }
 
 impl<L, X: KeyExtractor, Q: Quota> Clone for Shared<L, X, Q> {
@@ -173,6 +189,7 @@ impl<L, X: KeyExtractor, Q: Quota> Clone for Shared<L, X, Q> {
             table_full_status: self.table_full_status,
             rejection: self.rejection.clone(),
             counters: Arc::clone(&self.counters),
+            plain_check: self.plain_check,
         }
     }
 }
@@ -286,6 +303,7 @@ where
                 table_full_status: StatusCode::SERVICE_UNAVAILABLE,
                 rejection: None,
                 counters: Arc::new(LayerCounters::new()),
+                plain_check: true,
             }),
         }
     }
@@ -293,7 +311,9 @@ where
     /// Applies `change` to this layer's options: a layer cloned before keeps its own (its
     /// services are unaffected), and shares the limiter and the statistics.
     fn configure(mut self, change: impl FnOnce(&mut Shared<L, X, Q>)) -> Self {
-        change(Arc::make_mut(&mut self.shared));
+        let shared = Arc::make_mut(&mut self.shared);
+        change(shared);
+        shared.plain_check = shared.checks_plainly();
         self
     }
 

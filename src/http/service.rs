@@ -4,10 +4,11 @@
 #[cfg(feature = "tokio")]
 use super::future::merge_headers;
 use super::future::ResponseFuture;
-use super::key::{KeyExtractor, RequestHead};
+use super::key::{KeyExtractor, KeyRejection, RequestHead};
 use super::layer::{LayerEvent, Mode, Rejected, RejectionReason, Shared, SHADOW_MARK};
 use super::limiter::HttpLimiter;
 use crate::decision::Decision;
+use crate::error::RequestError;
 use crate::quota::Quota;
 use crate::request::Request as LimitRequest;
 use core::fmt;
@@ -40,6 +41,15 @@ impl<S: fmt::Debug, L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitServic
     }
 }
 
+/// What the check of one request found: its decision, boxed, where the request was not simply
+/// allowed (`None`: allowed, no headers to write); a request the limiter refuses to judge; or
+/// why it has no key.
+type Checked<Q> = Result<Result<Option<Box<Decision<Q>>>, RequestError>, KeyRejection>;
+
+/// What a plain layer's check of one request found ([`Shared::check_plainly`]): its decision,
+/// boxed, where the request was not allowed; or why it has no key.
+type PlainlyChecked<Q> = Result<Option<Box<Decision<Q>>>, KeyRejection>;
+
 /// What the check of one request decided.
 enum Verdict<Q: Quota> {
     Pass(Option<Decision<Q>>),
@@ -58,6 +68,22 @@ where
     X: KeyExtractor,
     Q: Quota,
 {
+    /// A plain layer's check ([`Shared::plain_check`]): one unit for the request's key, the
+    /// decision kept (boxed) only when the request is not allowed, so that the pass path moves
+    /// nothing but a null pointer.
+    #[inline]
+    fn check_plainly<B>(&self, request: &Request<B>) -> PlainlyChecked<Q> {
+        self.extractor.with_key(request, |key| {
+            let decision = self.limiter.check_one(key);
+            if decision.is_allowed() {
+                None
+            } else {
+                Some(Box::new(decision))
+            }
+        })
+    }
+
+    /// Judges a request with the layer's options: cost, tier, delay, headers on allowed.
     fn judge<B>(&self, request: &Request<B>) -> Verdict<Q> {
         let head = RequestHead::of(request);
         let mut limit_request =
@@ -106,6 +132,11 @@ where
                 Err(error) => Err(error),
             }
         });
+        self.verdict(decided)
+    }
+
+    /// The verdict on a checked request.
+    fn verdict(&self, decided: Checked<Q>) -> Verdict<Q> {
         let decision = match decided {
             Err(rejection) => {
                 self.counters.count(LayerEvent::Unusable);
@@ -231,7 +262,47 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        match self.shared.judge(&request) {
+        if self.shared.plain_check {
+            // The pass path: the check, the count, the inner call; nothing else is built.
+            match self.shared.check_plainly(&request) {
+                Ok(None) => {
+                    self.shared.counters.count(LayerEvent::Allowed);
+                    return ResponseFuture::passed(self.inner.call(request), None);
+                }
+                checked => return self.follow(Some(checked), request),
+            }
+        }
+        self.follow(None, request)
+    }
+}
+
+impl<S, L, X, Q> RateLimitService<S, L, X, Q>
+where
+    L: HttpLimiter<X::Key, Quota = Q>,
+    X: KeyExtractor,
+    Q: Quota,
+{
+    /// Judges `request`, with the layer's options unless a plain check already did
+    /// (`checked`), and carries out the verdict: passes it on, answers it, or holds it. Out of
+    /// line: the plain pass path does not come here.
+    #[inline(never)]
+    fn follow<B, ResBody>(
+        &mut self,
+        checked: Option<PlainlyChecked<Q>>,
+        request: Request<B>,
+    ) -> ResponseFuture<S::Future, Q, ResBody, S::Error>
+    where
+        S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        B: Send + 'static,
+        ResBody: From<String> + Send + 'static,
+    {
+        let verdict = match checked {
+            Some(checked) => self.shared.verdict(checked.map(Ok)),
+            None => self.shared.judge(&request),
+        };
+        match verdict {
             Verdict::Pass(decision) => {
                 let headers = decision.map(|decision| self.shared.passed_headers(&decision));
                 ResponseFuture::passed(self.inner.call(request), headers)
