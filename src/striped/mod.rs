@@ -96,7 +96,9 @@ use stripe::Stripe;
 ///
 /// The contract (how much it may over-admit, for how long units live, what a decision reports)
 /// is in the [module documentation](self). Use a plain [`Limiter`] when every
-/// unit must be exact, or when few threads check.
+/// unit must be exact, or when few threads check. As the global member of a
+/// [`Composite`](crate::composite::Composite) (a per-client limit and one for the whole
+/// service), put it last: there it admits from the thread's stripe.
 ///
 /// | operation | shorthand | packet-loop form | full form |
 /// |---|---|---|---|
