@@ -27,6 +27,11 @@
 //! - `--duration SECS`: measured seconds per measurement (default 1; `--quick`: 0.17). Each
 //!   measurement is preceded by an uncounted warm-up of a quarter of it (at most 0.25 s).
 //! - `--quick`: the short durations and thread counts above: everything in under 60 s.
+//! - `--runs N` (1 to 99, default 1): measure every row N times, in N rounds over all rows (so a
+//!   slow spell of a shared machine spreads over the rows), and report each row's median run
+//!   (by aggregate ns per call) in the table, the CSV and the chart; the range of the N runs is
+//!   printed under the table. The many-key scenarios vary by up to 3× between single runs on a
+//!   shared machine: `--quick --runs 5` shows their direction in about the time of one full run.
 //! - `--csv PATH`: also write the results as CSV.
 //! - `--redis URL`: a Redis server for the `redis-*` scenarios (feature `redis`), which run only
 //!   when it is given (e.g. `--redis redis://127.0.0.1:6390 --scenario redis-script --scenario
@@ -681,10 +686,12 @@ struct Config {
     smoke_test: bool,
     /// The server of the Redis scenarios (`--redis URL`).
     redis_url: Option<String>,
+    /// Measurements of each row (`--runs N`), interleaved; the row reported is the median's.
+    runs: usize,
 }
 
 const USAGE: &str = "usage: cargo bench --bench contention -- [--quick] [--scenario NAME]... \
-[--threads 1,2,4] [--duration SECS] [--csv PATH] [--redis URL]
+[--threads 1,2,4] [--duration SECS] [--runs N] [--csv PATH] [--redis URL]
 scenarios: direct-allow direct-reserve direct-deny direct-allow-counted keyed-hot keyed-spread keyed-rotate-100k keyed-zipf-1m \
 keyed-flood keyed-hot-under-flood packet-loop http-layer inflight composite-2 redis-script redis-naive redis-leased (http-layer: build with --all-features; \
 redis-*: --all-features and --redis URL)";
@@ -697,6 +704,7 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
     let mut csv = None;
     let mut bench_flag = false;
     let mut redis_url = None;
+    let mut runs = 1;
     let mut arguments = arguments.peekable();
     while let Some(argument) = arguments.next() {
         let mut value = |flag: &str| {
@@ -746,6 +754,13 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
                 }
             }
             "--csv" => csv = Some(PathBuf::from(value("--csv")?)),
+            "--runs" => {
+                let text = value("--runs")?;
+                match text.parse::<usize>() {
+                    Ok(count @ 1..=99) => runs = count,
+                    _ => return Err(format!("bad --runs {text:?} (1 to 99)")),
+                }
+            }
             "--redis" => {
                 if !REDIS_BUILT {
                     return Err(REDIS_HINT.to_string());
@@ -811,6 +826,7 @@ fn parse_args(arguments: impl Iterator<Item = String>) -> Result<Config, String>
         csv,
         smoke_test,
         redis_url,
+        runs,
     })
 }
 
@@ -1365,10 +1381,10 @@ fn main() -> ExitCode {
             "warning: load average {load:.1} on {cores} cores: other processes compete for the CPUs, so the times below are inflated and noisy"
         );
     }
+    let measurements = jobs.len() * config.runs;
     eprintln!(
-        "contention: {} measurements, about {:.0} s",
-        jobs.len(),
-        jobs.len() as f64 * seconds_per_job
+        "contention: {measurements} measurements, about {:.0} s",
+        measurements as f64 * seconds_per_job
     );
     let mut context = Context {
         timing: config.timing,
@@ -1376,22 +1392,28 @@ fn main() -> ExitCode {
         redis_url: config.redis_url.clone(),
     };
     let mut progress = Progress {
-        total: jobs.len(),
+        total: measurements,
         seconds_per_job,
         terminal: std::io::stderr().is_terminal(),
         last_scenario: None,
     };
-    let mut rows = Vec::with_capacity(jobs.len());
-    for (done, job) in jobs.iter().enumerate() {
-        progress.show(done, job);
-        if job.scenario == Some(Scenario::KeyedZipf1m) && context.zipf_draws.is_none() {
-            let max_threads = config.threads.iter().copied().max().unwrap_or(1);
-            context.zipf_draws = Some(keys::zipf_draws(max_threads, config.zipf_draws_per_thread));
+    // Rounds over every job, so that a slow spell of the machine spreads over all rows rather
+    // than landing on the repetitions of one.
+    let mut runs_per_job: Vec<Vec<Row>> = jobs.iter().map(|_| Vec::new()).collect();
+    for round in 0..config.runs {
+        for (index, job) in jobs.iter().enumerate() {
+            progress.show(round * jobs.len() + index, job);
+            if job.scenario == Some(Scenario::KeyedZipf1m) && context.zipf_draws.is_none() {
+                let max_threads = config.threads.iter().copied().max().unwrap_or(1);
+                context.zipf_draws =
+                    Some(keys::zipf_draws(max_threads, config.zipf_draws_per_thread));
+            }
+            let run = run_job(*job, &context);
+            runs_per_job[index].push(make_row(*job, run, &context));
         }
-        let run = run_job(*job, &context);
-        rows.push(make_row(*job, run, &context));
     }
     progress.finish();
+    let (rows, spreads) = report::medians(runs_per_job);
 
     let scenarios: Vec<(&'static str, String)> = config
         .scenarios
@@ -1403,6 +1425,12 @@ fn main() -> ExitCode {
     if let Err(error) = report::print_table(&mut stdout, &scenarios, &rows) {
         eprintln!("contention: writing the table failed: {error}");
         return ExitCode::FAILURE;
+    }
+    if config.runs > 1 {
+        if let Err(error) = report::print_spreads(&mut stdout, config.runs, &spreads) {
+            eprintln!("contention: writing the table failed: {error}");
+            return ExitCode::FAILURE;
+        }
     }
     let mut status = ExitCode::SUCCESS;
     if let Some(path) = &config.csv {

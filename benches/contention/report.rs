@@ -398,6 +398,64 @@ fn distinct_thread_counts(rows: &[&Row]) -> Vec<usize> {
 }
 
 /// The aggregate ns per call of `limiter`'s row at `threads`, if `rows` has one.
+/// One row's runs, by aggregate ns per call: the least, the median's and the greatest.
+pub struct Spread {
+    /// The row's name: scenario, limiter, algorithm and threads.
+    pub label: String,
+    /// The fastest run.
+    pub least: f64,
+    /// The median run, the one reported.
+    pub median: f64,
+    /// The slowest run.
+    pub greatest: f64,
+}
+
+/// Each job's median run (by aggregate ns per call; the upper one of an even count), and the
+/// spread of its runs.
+pub fn medians(runs_per_job: Vec<Vec<Row>>) -> (Vec<Row>, Vec<Spread>) {
+    let mut rows = Vec::with_capacity(runs_per_job.len());
+    let mut spreads = Vec::with_capacity(runs_per_job.len());
+    for mut runs in runs_per_job {
+        runs.sort_by(|a, b| a.aggregate_ns_per_op().total_cmp(&b.aggregate_ns_per_op()));
+        let (Some(least), Some(greatest)) = (runs.first(), runs.last()) else {
+            continue;
+        };
+        let (least, greatest) = (least.aggregate_ns_per_op(), greatest.aggregate_ns_per_op());
+        let median = runs.swap_remove(runs.len() / 2);
+        spreads.push(Spread {
+            label: format!(
+                "{} {} {} {}",
+                median.scenario, median.limiter, median.algorithm, median.threads
+            ),
+            least,
+            median: median.aggregate_ns_per_op(),
+            greatest,
+        });
+        rows.push(median);
+    }
+    (rows, spreads)
+}
+
+/// Under the table, with `--runs N`: every row's median and range of aggregate ns per call.
+pub fn print_spreads(
+    out: &mut impl std::io::Write,
+    runs: usize,
+    spreads: &[Spread],
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nmedians of {runs} runs (rounds over all rows); aggregate ns per call, median (least - greatest):"
+    )?;
+    for spread in spreads {
+        writeln!(
+            out,
+            "   {:<52} {:>9.2} ({:.2} - {:.2})",
+            spread.label, spread.median, spread.least, spread.greatest
+        )?;
+    }
+    Ok(())
+}
+
 fn aggregate_ns_per_op(rows: &[&Row], limiter: &str, threads: usize) -> Option<f64> {
     rows.iter()
         .find(|row| row.limiter == limiter && row.threads == threads)
