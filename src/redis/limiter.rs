@@ -305,35 +305,16 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
         &self,
         requests: &[(&str, Request<Q>)],
     ) -> Vec<Result<Decision<Q>, RequestError>> {
-        let costs: Vec<Result<u64, RequestError>> = requests
-            .iter()
-            .map(|(_, request)| self.validate(request))
-            .collect();
-        let judged: Vec<usize> = (0..requests.len()).filter(|&i| costs[i].is_ok()).collect();
-        let calls: Vec<Call> = judged
-            .iter()
-            .map(|&i| {
-                let (key, request) = &requests[i];
-                self.call(key, request.cost, request.at, request.cost > 0)
-            })
-            .collect();
-        let read = |index: usize, reply| self.decision(reply, requests[judged[index]].1.cost);
-        let mut decisions = self
-            .store
-            .call_many(Q::script(), &calls, read)
+        self.store
+            .check_many(
+                Q::script(),
+                requests,
+                |request| self.validate(request),
+                |key, request| self.call(key, request.cost, request.at, request.cost > 0),
+                |reply, cost| self.decision(reply, cost),
+                |cost, at| self.fallback(cost, at),
+            )
             .await
-            .into_iter();
-        requests
-            .iter()
-            .zip(costs)
-            .map(|((_, request), cost)| {
-                let cost = cost?;
-                Ok(match decisions.next().flatten() {
-                    Some(decision) => decision,
-                    None => self.fallback(cost, request.at),
-                })
-            })
-            .collect()
     }
 
     /// The decision a script's reply describes, made by the same code as in process; `None`

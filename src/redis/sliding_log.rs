@@ -294,38 +294,16 @@ impl RedisSlidingLogLimiter {
         &self,
         requests: &[(&str, Request<SlidingLog>)],
     ) -> Vec<Result<SlidingLogDecision<'static>, RequestError>> {
-        let costs: Vec<Result<u64, RequestError>> = requests
-            .iter()
-            .map(|(_, request)| self.validate(request))
-            .collect();
-        let judged: Vec<usize> = (0..requests.len()).filter(|&i| costs[i].is_ok()).collect();
-        let calls: Vec<Call> = judged
-            .iter()
-            .map(|&i| {
-                let (key, request) = &requests[i];
-                self.call(key, request.cost, request.at, request.cost > 0)
-            })
-            .collect();
-        let read = |index: usize, reply| {
-            let cost = requests[judged[index]].1.cost;
-            self.decision(reply, cost, cost > 0)
-        };
-        let mut decisions = self
-            .store
-            .call_many(&SLIDING_LOG_SCRIPT, &calls, read)
+        self.store
+            .check_many(
+                &SLIDING_LOG_SCRIPT,
+                requests,
+                |request| self.validate(request),
+                |key, request| self.call(key, request.cost, request.at, request.cost > 0),
+                |reply, cost| self.decision(reply, cost, cost > 0),
+                |cost, at| self.fallback(cost, at),
+            )
             .await
-            .into_iter();
-        requests
-            .iter()
-            .zip(costs)
-            .map(|((_, request), cost)| {
-                let cost = cost?;
-                Ok(match decisions.next().flatten() {
-                    Some(decision) => decision,
-                    None => self.fallback(cost, request.at),
-                })
-            })
-            .collect()
     }
 
     /// The request's cost, if this log can ever admit it.

@@ -5,6 +5,8 @@ use super::policy::FailurePolicy;
 use super::quota::hex;
 use super::stats::{Counters, RedisStats};
 use crate::clock::Timestamp;
+use crate::error::RequestError;
+use crate::request::Request;
 use ::redis::aio::ConnectionManager;
 use ::redis::{FromRedisValue, Script};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -103,6 +105,44 @@ impl Store {
             self.counters.count_error();
         }
         decided
+    }
+
+    /// The batch every limiter's `check_many` funnels into: each request's cost validated
+    /// (`validate`: the cost, or why the request can never pass), one call per valid request
+    /// (`call`), all sent in one pipeline by [`call_many`](Self::call_many), each reply read as
+    /// a decision (`read`, with the request's cost), and `fallback` (cost, time) for a call left
+    /// without one. One result per request, in order.
+    pub(crate) async fn check_many<Q, R: FromRedisValue, D>(
+        &self,
+        script: &Script,
+        requests: &[(&str, Request<Q>)],
+        validate: impl Fn(&Request<Q>) -> Result<u64, RequestError>,
+        call: impl Fn(&str, &Request<Q>) -> Call,
+        read: impl Fn(R, u64) -> Option<D>,
+        fallback: impl Fn(u64, Option<Timestamp>) -> D,
+    ) -> Vec<Result<D, RequestError>> {
+        let costs: Vec<Result<u64, RequestError>> = requests
+            .iter()
+            .map(|(_, request)| validate(request))
+            .collect();
+        let judged: Vec<usize> = (0..requests.len()).filter(|&i| costs[i].is_ok()).collect();
+        let calls: Vec<Call> = judged
+            .iter()
+            .map(|&i| call(requests[i].0, &requests[i].1))
+            .collect();
+        let read_call = |index: usize, reply| read(reply, requests[judged[index]].1.cost);
+        let mut decisions = self.call_many(script, &calls, read_call).await.into_iter();
+        requests
+            .iter()
+            .zip(costs)
+            .map(|((_, request), cost)| {
+                let cost = cost?;
+                Ok(match decisions.next().flatten() {
+                    Some(decision) => decision,
+                    None => fallback(cost, request.at),
+                })
+            })
+            .collect()
     }
 
     /// The calls of `script` in one pipeline within the timeout (see
