@@ -651,3 +651,30 @@ fn on_a_frozen_clock_a_striped_global_member_admits_at_most_its_budget() {
         }
     }
 }
+
+#[test]
+fn a_striped_member_is_peeked_as_it_is_checked_in_its_position() {
+    let clock = ManualClock::new();
+    let global = StripedLimiter::builder(Gcra::per_second(10).unwrap())
+        .stripes(1)
+        .lease_units(10, 10)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let per_ip = KeyedLimiter::builder(Gcra::per_second(2).unwrap())
+        .clock(clock)
+        .build()
+        .unwrap();
+    // The limiter's own check leases the whole budget: its stripe holds 9, the budget 0.
+    assert!(global.check().is_allowed());
+    assert_eq!((global.held_units(0), global.quota_remaining()), (9, 0));
+    // First, it is checked (and so peeked) on its budget: denied both ways.
+    let first = Composite::new((&global, &per_ip));
+    assert!(first.peek(&7u32).is_denied());
+    assert!(first.check(&7u32).is_denied());
+    // Last, from the stripe: allowed both ways.
+    let last = Composite::new((&per_ip, &global));
+    assert!(last.peek(&7u32).is_allowed());
+    assert!(last.check(&7u32).is_allowed());
+    assert_eq!(global.held_units(0), 8);
+}

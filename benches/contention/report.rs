@@ -397,7 +397,6 @@ fn distinct_thread_counts(rows: &[&Row]) -> Vec<usize> {
     thread_counts
 }
 
-/// The aggregate ns per call of `limiter`'s row at `threads`, if `rows` has one.
 /// One row's runs, by aggregate ns per call: the least, the median's and the greatest.
 pub struct Spread {
     /// The row's name: scenario, limiter, algorithm and threads.
@@ -456,6 +455,7 @@ pub fn print_spreads(
     Ok(())
 }
 
+/// The aggregate ns per call of `limiter`'s row at `threads`, if `rows` has one.
 fn aggregate_ns_per_op(rows: &[&Row], limiter: &str, threads: usize) -> Option<f64> {
     rows.iter()
         .find(|row| row.limiter == limiter && row.threads == threads)

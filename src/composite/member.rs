@@ -61,8 +61,15 @@ mod private {
         /// Gives back what `held` names, through the crate's one compare-and-swap driver.
         fn refund(&self, held: Held, cost: u64, now: Timestamp);
 
-        /// Whether `cost` would pass at `now`, writing nothing.
-        fn member_peek(&self, key: &K, cost: u64, now: Timestamp) -> Decision<Self::Quota>;
+        /// Whether `cost` would pass at `now`, writing nothing, judged as `consume` with the
+        /// same `last` would judge it.
+        fn member_peek(
+            &self,
+            key: &K,
+            cost: u64,
+            now: Timestamp,
+            last: bool,
+        ) -> Decision<Self::Quota>;
     }
 }
 pub(crate) use private::{Held, HeldUnits, MemberCore};
@@ -124,7 +131,7 @@ impl<K: ?Sized, Q: Quota, C: Clock> MemberCore<K> for Limiter<Q, C> {
     }
 
     #[inline]
-    fn member_peek(&self, _key: &K, cost: u64, now: Timestamp) -> Decision<Q> {
+    fn member_peek(&self, _key: &K, cost: u64, now: Timestamp, _last: bool) -> Decision<Q> {
         self.peek_decision(&self.quota, cost, self.quota.instant(now))
     }
 }
@@ -178,15 +185,17 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>> MemberCore<K> for KeyedLimite
     }
 
     #[inline]
-    fn member_peek(&self, key: &K, cost: u64, now: Timestamp) -> Decision<Q> {
+    fn member_peek(&self, key: &K, cost: u64, now: Timestamp, _last: bool) -> Decision<Q> {
         self.peek_decision(key, &self.quota, cost, self.quota.instant(now))
     }
 }
 
 /// A striped limiter admits from the calling thread's stripe only as the last member, whose
 /// admission no refund follows. Before another member, it is checked on its shared budget
-/// directly, as a plain [`Limiter`] (and refunded as one: exactly): a unit spent from a stripe
-/// has no word that giving it back would restore.
+/// directly, as a plain [`Limiter`], and refunded as one (exactly, unless something else was
+/// admitted on the shared word since: another check, or a stripe's lease): a unit spent from a
+/// stripe has no word that giving it back would restore. It is peeked the same way as it is
+/// checked in its position.
 impl<K: ?Sized, C: Clock> MemberCore<K> for StripedLimiter<C> {
     type Quota = Gcra;
 
@@ -218,8 +227,12 @@ impl<K: ?Sized, C: Clock> MemberCore<K> for StripedLimiter<C> {
     }
 
     #[inline]
-    fn member_peek(&self, _key: &K, cost: u64, now: Timestamp) -> Decision<Gcra> {
-        self.peek_decision(thread_stripe::current(), cost, now)
+    fn member_peek(&self, key: &K, cost: u64, now: Timestamp, last: bool) -> Decision<Gcra> {
+        if last {
+            self.peek_decision(thread_stripe::current(), cost, now)
+        } else {
+            MemberCore::<K>::member_peek(self.shared(), key, cost, now, false)
+        }
     }
 }
 
@@ -256,8 +269,14 @@ macro_rules! forward_member {
             }
 
             #[inline]
-            fn member_peek(&self, key: &K, cost: u64, now: Timestamp) -> Decision<Self::Quota> {
-                (**self).member_peek(key, cost, now)
+            fn member_peek(
+                &self,
+                key: &K,
+                cost: u64,
+                now: Timestamp,
+                last: bool,
+            ) -> Decision<Self::Quota> {
+                (**self).member_peek(key, cost, now, last)
             }
         }
     )+};

@@ -124,7 +124,7 @@ macro_rules! members_tuple {
 
             #[inline]
             fn peek_all(&self, key: &K, cost: u64, now: Timestamp) -> (bool, Self::Decisions) {
-                let decisions = ($(self.$index.member_peek(key, cost, now),)+);
+                let decisions = ($(self.$index.member_peek(key, cost, now, $index + 1 == $count),)+);
                 let allowed = true $(&& decisions.$index.is_allowed())+;
                 (allowed, decisions)
             }
@@ -161,7 +161,7 @@ macro_rules! members_tuple {
                 // member is chosen from.
                 ($(match found.$index {
                     Some(decision) => decision,
-                    None => self.$index.member_peek(key, cost, now),
+                    None => self.$index.member_peek(key, cost, now, $index + 1 == $count),
                 },)+)
             }
         }

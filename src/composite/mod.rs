@@ -20,10 +20,10 @@
 //! A [`StripedLimiter`](crate::StripedLimiter) (a global GCRA budget that scales with cores)
 //! may be a member too, and belongs **last**: there, nothing follows it to deny, so it admits
 //! from the calling thread's stripe as its own check does, with no write to a line other cores
-//! use. Anywhere else it is checked on its shared budget directly, as a plain
-//! [`Limiter`](crate::Limiter) is, so that a later member's denial can give the cost back
-//! exactly (a unit spent from a stripe has no word that giving it back would restore); it then
-//! contends as a plain limiter does. Its guarantees are its own
+//! use. Anywhere else it is checked (and peeked) on its shared budget directly, as a plain
+//! [`Limiter`](crate::Limiter) is, so that a later member's denial can give the cost back by
+//! the GCRA refund step below (a unit spent from a stripe has no word that giving it back would
+//! restore); it then contends as a plain limiter does. Its guarantees are its own
 //! ([`over_admission_bound`](crate::StripedLimiter::over_admission_bound)); a composite adds
 //! nothing to them.
 //!
@@ -41,7 +41,7 @@
 //! origin, as every [`QuantaClock`](crate::QuantaClock) of a process and the clones of one
 //! [`ManualClock`](crate::ManualClock) do), then checks the members in the tuple's order, each
 //! exactly as its own check would (one load, the step, one compare-and-swap; a denial writes
-//! nothing). If every member admits, the check is allowed: that is the fast path, with no
+//! nothing; a striped member other than the last: on its shared budget, below). If every member admits, the check is allowed: that is the fast path, with no
 //! work beyond the members' own checks (and, for a keyed member other than the last, one load
 //! of its shard's reassignment count). If member `j` denies, the check is denied, and, on a
 //! cold path, every member before `j` is given back what it consumed, latest first, by its

@@ -198,6 +198,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         cost: u64,
         now: Q::Instant,
     ) -> Decision<Q> {
+        // A cost of 0 is a peek, which every caller sends to `peek_identified` (the slow path's
+        // refusals are restated as denials, true only of a cost above 0).
+        debug_assert!(cost > 0, "a keyed check of cost 0 must go to the peek");
         if let Some((slot, observed)) = self.table.find(self.table.place(hash), &identity) {
             // `find` checked the identity after loading `observed`; a successful attempt
             // replaces that very value, so the slot was still this key's.

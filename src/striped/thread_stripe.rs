@@ -137,7 +137,7 @@ pub(crate) fn slot_count() -> usize {
 // `Cell` with no destructor, so that reading it is one load (std gives such a thread-local no
 // state to check and no destructor to register: no call), and it stays readable while the
 // thread's thread-locals are destroyed. And the guard whose destructor frees the slot, touched
-// only by a thread that owns none, before its checks.
+// only by a thread that owns none, on the count's cold path (when it claims one).
 #[cfg(not(nanolimit_loom))]
 std::thread_local! {
     static OWNED_SLOT: Cell<usize> = const { Cell::new(NOT_OWNED) };
