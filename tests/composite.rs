@@ -531,16 +531,17 @@ fn on_a_frozen_clock_no_member_ever_over_admits_and_window_refunds_are_exact() {
     assert!(global_admitted > 0);
 }
 
-/// A striped global limit of 100 per second in `stripes` stripes with leases of 10 units, and
-/// a per-IP limit of 2 per second, on one manual clock.
+/// A striped global limit of `global_per_second` (its burst) in `stripes` stripes with leases of
+/// 10 units, and a per-IP limit of 2 per second, on one manual clock.
 fn striped_global_and_per_ip(
     stripes: usize,
+    global_per_second: u64,
 ) -> (
     StripedLimiter<ManualClock>,
     KeyedLimiter<u32, Gcra, ManualClock>,
 ) {
     let clock = ManualClock::new();
-    let global = StripedLimiter::builder(Gcra::per_second(100).unwrap())
+    let global = StripedLimiter::builder(Gcra::per_second(global_per_second).unwrap())
         .stripes(stripes)
         .lease_units(10, 10)
         .clock(clock.clone())
@@ -555,7 +556,7 @@ fn striped_global_and_per_ip(
 
 #[test]
 fn a_striped_member_before_a_denying_one_gets_its_cost_back_exactly() {
-    let (global, per_ip) = striped_global_and_per_ip(8);
+    let (global, per_ip) = striped_global_and_per_ip(8, 100);
     // Not last: checked on the shared budget, one unit at a time, no lease taken.
     let limits = Composite::new((&global, &per_ip));
     assert!(limits.check(&7u32).is_allowed());
@@ -575,7 +576,7 @@ fn a_striped_member_before_a_denying_one_gets_its_cost_back_exactly() {
 
 #[test]
 fn a_striped_member_last_admits_from_its_stripe() {
-    let (global, per_ip) = striped_global_and_per_ip(1);
+    let (global, per_ip) = striped_global_and_per_ip(1, 100);
     let limits = Composite::new((&per_ip, &global));
     let allowed = limits.check(&7u32);
     assert!(allowed.is_allowed());
@@ -654,17 +655,7 @@ fn on_a_frozen_clock_a_striped_global_member_admits_at_most_its_budget() {
 
 #[test]
 fn a_striped_member_is_peeked_as_it_is_checked_in_its_position() {
-    let clock = ManualClock::new();
-    let global = StripedLimiter::builder(Gcra::per_second(10).unwrap())
-        .stripes(1)
-        .lease_units(10, 10)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    let per_ip = KeyedLimiter::builder(Gcra::per_second(2).unwrap())
-        .clock(clock)
-        .build()
-        .unwrap();
+    let (global, per_ip) = striped_global_and_per_ip(1, 10);
     // The limiter's own check leases the whole budget: its stripe holds 9, the budget 0.
     assert!(global.check().is_allowed());
     assert_eq!((global.held_units(0), global.quota_remaining()), (9, 0));
