@@ -238,6 +238,7 @@ impl<S: SlotOps> Table<S> {
     #[inline]
     pub(super) fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
         let shard = &self.shards[placement.shard].read;
+        Self::start_fetching(&shard.buckets[placement.first_bucket]);
         placement.probe(|bucket| {
             // ORDERING: Relaxed; a hint only filters (see `hints`): a stale one sends the check
             // to the locked slow path, which does not use hints.
@@ -246,6 +247,25 @@ impl<S: SlotOps> Table<S> {
             HintMatches::of(hint_word, placement.hint)
                 .find_map(|index| Self::holding(&slots[index], identity))
         })
+    }
+
+    /// Starts fetching the first cache line of `bucket` (its first four one-word slots) while
+    /// the lookup waits for the bucket's hint word, which lives in another line: a key is
+    /// usually found in its first bucket, and in a table below its capacity usually in one of
+    /// those first slots, so the slot read that follows the hint finds its line already on the
+    /// way rather than starting a second miss after the first (`docs/performance.md`, "0.4:
+    /// the first line fetched beside the hint"). A hint to the processor, not a step of the
+    /// protocol: compiled out of the loom models, whose interleavings it would only multiply.
+    #[inline(always)]
+    fn start_fetching(bucket: &Bucket<S>) {
+        #[cfg(not(nanolimit_loom))]
+        {
+            // ORDERING: Relaxed, and the value unused: no other access is ordered by this load.
+            // `black_box` keeps it from being removed as dead.
+            let _ = bucket.slots[0].state().load(Ordering::Relaxed);
+        }
+        #[cfg(nanolimit_loom)]
+        let _ = bucket;
     }
 
     /// `slot` and its observed state, if it holds a live entry for `identity`.
