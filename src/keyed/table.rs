@@ -238,34 +238,34 @@ impl<S: SlotOps> Table<S> {
     #[inline]
     pub(super) fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
         let shard = &self.shards[placement.shard].read;
-        Self::start_fetching(&shard.buckets[placement.first_bucket]);
         placement.probe(|bucket| {
+            let slots = &shard.buckets[bucket].slots;
+            Self::start_fetching(slots);
             // ORDERING: Relaxed; a hint only filters (see `hints`): a stale one sends the check
             // to the locked slow path, which does not use hints.
             let hint_word = shard.hints[bucket].load(Ordering::Relaxed);
-            let slots = &shard.buckets[bucket].slots;
             HintMatches::of(hint_word, placement.hint)
                 .find_map(|index| Self::holding(&slots[index], identity))
         })
     }
 
-    /// Starts fetching the first cache line of `bucket` (its first four one-word slots) while
-    /// the lookup waits for the bucket's hint word, which lives in another line: a key is
-    /// usually found in its first bucket, and in a table below its capacity usually in one of
-    /// those first slots, so the slot read that follows the hint finds its line already on the
-    /// way rather than starting a second miss after the first (`docs/performance.md`, "0.4:
-    /// the first line fetched beside the hint"). A hint to the processor, not a step of the
-    /// protocol: compiled out of the loom models, whose interleavings it would only multiply.
+    /// Starts fetching the first cache line of a probed bucket's slots (its first four one-word
+    /// slots) while the lookup waits for the bucket's hint word, which lives in another line. A
+    /// key goes to the first free slot of its emptier bucket, so in a table below its capacity
+    /// it usually sits in one of those first slots, and the slot read that follows the hint
+    /// finds its line already on the way rather than starting a second miss after the first
+    /// (`docs/performance.md`, "0.4: the first line fetched beside the hint"). A hint to the
+    /// processor, not a step of the protocol: compiled out of the loom models, whose
+    /// interleavings it would only multiply.
     #[inline(always)]
-    fn start_fetching(bucket: &Bucket<S>) {
+    fn start_fetching(slots: &[S; SLOTS_PER_BUCKET]) {
         #[cfg(not(nanolimit_loom))]
         {
             // ORDERING: Relaxed, and the value unused: no other access is ordered by this load.
-            // `black_box` keeps it from being removed as dead.
-            let _ = bucket.slots[0].state().load(Ordering::Relaxed);
+            let _ = slots[0].state().load(Ordering::Relaxed);
         }
         #[cfg(nanolimit_loom)]
-        let _ = bucket;
+        let _ = slots;
     }
 
     /// `slot` and its observed state, if it holds a live entry for `identity`.
