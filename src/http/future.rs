@@ -25,8 +25,11 @@ pub(super) type HeldFuture<ResBody, E> =
 pin_project_lite::pin_project! {
     #[project = StateProjection]
     enum State<F, ResBody, E> {
+        /// Passed on, nothing to add (the common case): a variant of its own, so that its poll
+        /// is the inner future's, with no check of headers, and its drop a smaller match.
+        Passed { #[pin] future: F },
         /// Passed on, the layer's headers (boxed: rare) to be added to the response.
-        Passed { #[pin] future: F, headers: Option<Box<HeaderMap>> },
+        PassedWith { #[pin] future: F, headers: Option<Box<HeaderMap>> },
         Answered { response: Option<Box<Response<ResBody>>> },
         Held { future: HeldFuture<ResBody, E> },
     }
@@ -35,11 +38,15 @@ pin_project_lite::pin_project! {
 impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
     #[inline(always)]
     pub(super) fn passed(future: F, headers: Option<HeaderMap>) -> Self {
-        ResponseFuture {
-            state: State::Passed {
+        let state = match headers.filter(|headers| !headers.is_empty()) {
+            None => State::Passed { future },
+            Some(headers) => State::PassedWith {
                 future,
-                headers: headers.filter(|headers| !headers.is_empty()).map(Box::new),
+                headers: Some(Box::new(headers)),
             },
+        };
+        ResponseFuture {
+            state,
             quota: core::marker::PhantomData,
         }
     }
@@ -75,11 +82,8 @@ where
         match self.project().state.project() {
             // No headers to add (the common case): the inner future's poll is the answer, moved
             // once.
-            StateProjection::Passed {
-                future,
-                headers: None,
-            } => future.poll(cx),
-            StateProjection::Passed { future, headers } => {
+            StateProjection::Passed { future } => future.poll(cx),
+            StateProjection::PassedWith { future, headers } => {
                 let mut response = match future.poll(cx) {
                     Poll::Ready(result) => result?,
                     Poll::Pending => return Poll::Pending,
