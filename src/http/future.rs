@@ -13,52 +13,66 @@ pin_project_lite::pin_project! {
     /// The response future of a [`RateLimitService`](super::RateLimitService).
     pub struct ResponseFuture<F, Q, ResBody, E> {
         #[pin]
-        state: State<F, ResBody, E>,
+        inner: Inner<F>,
+        // Whatever else the future holds (boxed: rare): headers to add to a passed request's
+        // response, the layer's own answer, or a held request. Apart from the inner future,
+        // so that on the plain pass path (`None`) dropping the future is dropping the inner
+        // one and a null check, small enough for the compiler to inline and fold away.
+        rare: Option<Box<Rare<ResBody, E>>>,
         quota: core::marker::PhantomData<fn() -> Q>,
     }
+}
+
+pin_project_lite::pin_project! {
+    #[project = InnerProjection]
+    enum Inner<F> {
+        /// Passed on: the inner service's future.
+        Passed { #[pin] future: F },
+        /// Answered or held by the layer: the answer or the held request is in `rare`.
+        Own,
+    }
+}
+
+/// What a response future holds beside the inner service's.
+enum Rare<ResBody, E> {
+    /// The layer's headers, to be added to a passed request's response.
+    Headers(HeaderMap),
+    /// The layer's answer, until polled.
+    Answered(Option<Response<ResBody>>),
+    /// A held request's wait and call (built by delay mode, with `tokio`).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    Held(HeldFuture<ResBody, E>),
 }
 
 /// A held request's wait and call, boxed: delay mode's path sleeps anyway.
 pub(super) type HeldFuture<ResBody, E> =
     Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>;
 
-pin_project_lite::pin_project! {
-    #[project = StateProjection]
-    enum State<F, ResBody, E> {
-        /// Passed on, the layer's headers (boxed: rare) to be added to the response.
-        Passed { #[pin] future: F, headers: Option<Box<HeaderMap>> },
-        Answered { response: Option<Box<Response<ResBody>>> },
-        Held { future: HeldFuture<ResBody, E> },
-    }
-}
-
 impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
     #[inline(always)]
     pub(super) fn passed(future: F, headers: Option<HeaderMap>) -> Self {
         ResponseFuture {
-            state: State::Passed {
-                future,
-                headers: headers.filter(|headers| !headers.is_empty()).map(Box::new),
-            },
+            inner: Inner::Passed { future },
+            rare: headers
+                .filter(|headers| !headers.is_empty())
+                .map(|headers| Box::new(Rare::Headers(headers))),
             quota: core::marker::PhantomData,
         }
     }
 
     pub(super) fn answered(response: Response<ResBody>) -> Self {
         ResponseFuture {
-            state: State::Answered {
-                response: Some(Box::new(response)),
-            },
+            inner: Inner::Own,
+            rare: Some(Box::new(Rare::Answered(Some(response)))),
             quota: core::marker::PhantomData,
         }
     }
 
     #[cfg(feature = "tokio")]
-    pub(super) fn held(
-        future: Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>,
-    ) -> Self {
+    pub(super) fn held(future: HeldFuture<ResBody, E>) -> Self {
         ResponseFuture {
-            state: State::Held { future },
+            inner: Inner::Own,
+            rare: Some(Box::new(Rare::Held(future))),
             quota: core::marker::PhantomData,
         }
     }
@@ -72,27 +86,29 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
+        let this = self.project();
+        match (this.inner.project(), this.rare) {
             // No headers to add (the common case): the inner future's poll is the answer, moved
             // once.
-            StateProjection::Passed {
-                future,
-                headers: None,
-            } => future.poll(cx),
-            StateProjection::Passed { future, headers } => {
+            (InnerProjection::Passed { future }, None) => future.poll(cx),
+            (InnerProjection::Passed { future }, rare) => {
                 let mut response = match future.poll(cx) {
                     Poll::Ready(result) => result?,
                     Poll::Pending => return Poll::Pending,
                 };
-                if let Some(headers) = headers.take() {
-                    merge_headers(response.headers_mut(), *headers);
+                if let Some(Rare::Headers(headers)) = rare.take().map(|rare| *rare) {
+                    merge_headers(response.headers_mut(), headers);
                 }
                 Poll::Ready(Ok(response))
             }
-            StateProjection::Answered { response } => {
-                Poll::Ready(Ok(*response.take().expect("polled after completion")))
-            }
-            StateProjection::Held { future } => future.as_mut().poll(cx),
+            (InnerProjection::Own, rare) => match rare.as_deref_mut() {
+                Some(Rare::Held(future)) => future.as_mut().poll(cx),
+                Some(Rare::Answered(response)) => {
+                    Poll::Ready(Ok(response.take().expect("polled after completion")))
+                }
+                // An own future is built with its answer or its held request.
+                Some(Rare::Headers(_)) | None => panic!("polled after completion"),
+            },
         }
     }
 }

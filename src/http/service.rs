@@ -261,18 +261,30 @@ where
         self.inner.poll_ready(cx)
     }
 
+    // Inlined: the pass path is then a few branches in the caller's frame rather than a call
+    // with a frame of its own (26 instructions fewer per passed request, `benches/callgrind.sh
+    // http`).
+    #[inline]
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        if self.shared.plain_check {
-            // The pass path: the check, the count, the inner call; nothing else is built.
+        // The pass path: the check, the count, the inner call; nothing else is built. The
+        // check's outcome is settled before the request is moved, and the request is moved at
+        // the end, at one site per path: moved inside the match on the check, the inlined
+        // request (240 bytes for an axum request) is copied once more.
+        let unsettled = if self.shared.plain_check {
             match self.shared.check_plainly(&request) {
-                Ok(None) => {
-                    self.shared.counters.count(LayerEvent::Allowed);
-                    return ResponseFuture::passed(self.inner.call(request), None);
-                }
-                checked => return self.follow(Some(checked), request),
+                Ok(None) => None,
+                checked => Some(Some(checked)),
             }
+        } else {
+            Some(None)
+        };
+        match unsettled {
+            None => {
+                self.shared.counters.count(LayerEvent::Allowed);
+                ResponseFuture::passed(self.inner.call(request), None)
+            }
+            Some(checked) => self.follow(checked, request),
         }
-        self.follow(None, request)
     }
 }
 
