@@ -24,7 +24,9 @@
 //! `random_1m`: keys drawn uniformly from 0..1,000,000; all keys present before the loop;
 //! `zipf_1m`: the contention benchmark's keyed-zipf-1m, 2^20 Zipf draws (s = 1.1) over
 //! 1,000,000 keys from its first thread's seed, in a table of that capacity, replayed once
-//! before the loop (so the loop, as that scenario's measured second, checks present keys);
+//! before the loop (so the loop, as that scenario's measured second, checks present keys; the
+//! environment variable `ZIPF_TABLE_CAPACITY` sizes nanolimit's table otherwise, for measuring
+//! what the table's size costs the same keys);
 //! `new_key`: a key never seen on every call, the insert path, reclaiming a slot). For cache
 //! misses per call, add `--cache-sim=yes` (and, to model this machine's last level,
 //! `--LL=33554432,16,64`).
@@ -342,7 +344,13 @@ fn run<S: KeyedSubject>(pattern: &str, iterations: u64) -> Result<(), String> {
             allowed
         }
         "zipf_1m" => {
-            let subject = S::build(&KeyedQuota::ManyKeysStayLive.spec(), ZIPF_KEYS as usize);
+            let capacity = match std::env::var("ZIPF_TABLE_CAPACITY") {
+                Ok(value) => value
+                    .parse()
+                    .map_err(|_| format!("ZIPF_TABLE_CAPACITY={value:?} is not a capacity"))?,
+                Err(_) => ZIPF_KEYS as usize,
+            };
+            let subject = S::build(&KeyedQuota::ManyKeysStayLive.spec(), capacity);
             let sequence = zipf_draws();
             for &key in &sequence {
                 if !subject.check_at_caller_ns(key, 0) {

@@ -36,6 +36,8 @@
 //!   (`shared/governor_fake_clock.rs`), so that governor sees time move as nanolimit does.
 //! - `nanolimit_hashed_upkeep_clock`, `governor_dashmap_upkeep_clock`: each on its upkeep clock
 //!   (coarse time from a background thread, 100 µs steps), the cheap clock each offers.
+//! - `floor_ahash_cas` (`hot_key` only): no limiter, the hardware's floor for a present key's
+//!   check: ahash of the key and one compare-and-swap on one word ([`AhashCasFloor`]).
 //!
 //! Every implementation is driven through the [`KeyedSubject`] trait of
 //! `shared/keyed_subjects.rs`, which `benches/callgrind_keyed.rs` and `benches/contention.rs`
@@ -61,6 +63,7 @@ mod quota_spec;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
+use crossbeam_utils::CachePadded;
 use governor::clock::QuantaUpkeepClock;
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
@@ -77,6 +80,7 @@ use quota_spec::QuotaSpec;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -172,6 +176,64 @@ impl KeyedSubject for GovernorUpkeep {
     }
 }
 
+/// `floor_ahash_cas`, in `hot_key` only: what any keyed check of a present key costs at least
+/// on this machine, with no table at all: ahash of the key (fixed seeds), then one
+/// compare-and-swap on one word, as the contention benchmark's `ahash-cas` floor. A limiter's
+/// check cannot be faster, so no ratio to a peer can exceed the peer's time over this one.
+struct AhashCasFloor {
+    hasher: ahash::RandomState,
+    word: CachePadded<AtomicU64>,
+}
+
+impl KeyedSubject for AhashCasFloor {
+    const NAME: &'static str = "floor_ahash_cas";
+
+    type Timestamp = ();
+
+    fn build(_quota: &QuotaSpec, _capacity: usize) -> Self {
+        AhashCasFloor {
+            hasher: ahash::RandomState::with_seeds(1, 2, 3, 4),
+            word: CachePadded::new(AtomicU64::new(0)),
+        }
+    }
+
+    #[inline]
+    fn now(&self) {}
+
+    #[inline]
+    fn check_at(&self, key: u64, _now: ()) -> bool {
+        let hash = self.hasher.hash_one(key);
+        // ORDERING: as a limiter's check: Acquire load, AcqRel compare-and-swap.
+        let observed = self.word.load(Ordering::Acquire);
+        self.word
+            .compare_exchange(
+                observed,
+                observed.wrapping_add(hash | 1),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    #[inline]
+    fn check_at_caller_ns(&self, key: u64, _caller_ns: u64) -> bool {
+        self.check_at(key, ())
+    }
+
+    /// The one word stands for the one key `hot_key` checks.
+    fn stored_keys(&self) -> u64 {
+        1
+    }
+
+    fn untracked_new_keys(&self) -> u64 {
+        0
+    }
+
+    fn state_report(&self) -> String {
+        "one word, no table".to_string()
+    }
+}
+
 /// Runs `body` once for each implementation, in a fixed order.
 macro_rules! for_each_subject {
     ($body:ident($($argument:expr),*)) => {
@@ -258,6 +320,7 @@ fn hot_key(c: &mut Criterion) {
     let mut group = c.benchmark_group("hot_key");
     group.throughput(Throughput::Elements(1));
     for_each_subject!(hot_key_case(&mut group));
+    hot_key_case::<AhashCasFloor>(&mut group);
     group.finish();
 }
 

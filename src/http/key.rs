@@ -225,18 +225,30 @@ impl KeyExtractor for PeerIp {
         request: &Request<B>,
         judge: impl FnOnce(&IpAddr) -> R,
     ) -> Result<R, KeyRejection> {
-        // `client_ip`'s steps, with an IPv4 peer (the common case) judged in a branch of its
-        // own: through `client_ip` the compiler merges both families into one value and
-        // rebuilds the IPv4 key from it byte by byte.
-        let client = if self.trusted_proxies == 0 {
-            match peer_address(request).ok_or(KeyRejection::Missing)? {
-                IpAddr::V4(v4) => return Ok(judge(&IpAddr::V4(v4))),
-                v6 => v6,
+        // `client_ip`'s steps, with a direct IPv4 peer (the common case) judged here and every
+        // other case out of line: with both judged here, the compiler kept `judge` (the whole
+        // check) out of line, and with the two families merged into one value before a single
+        // call, it rebuilt the IPv4 key in memory byte by byte.
+        if self.trusted_proxies == 0 {
+            if let Some(IpAddr::V4(v4)) = peer_address(request) {
+                return Ok(judge(&IpAddr::V4(v4)));
             }
-        } else {
-            self.forwarded_client(request)?
-        };
-        Ok(judge(&self.masked(client)))
+        }
+        self.with_other_key(request, judge)
+    }
+}
+
+impl PeerIp {
+    /// [`with_key`](KeyExtractor::with_key) for every request but one from a direct IPv4
+    /// peer.
+    #[cold]
+    #[inline(never)]
+    fn with_other_key<B, R>(
+        &self,
+        request: &Request<B>,
+        judge: impl FnOnce(&IpAddr) -> R,
+    ) -> Result<R, KeyRejection> {
+        Ok(judge(&self.client_ip(request)?))
     }
 }
 
