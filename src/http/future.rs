@@ -44,9 +44,12 @@ enum Rare<ResBody, E> {
     Held(HeldFuture<ResBody, E>),
 }
 
-/// A held request's wait and call, boxed: delay mode's path sleeps anyway.
+/// A held request's wait and call, boxed: delay mode's path sleeps anyway. Its outcome is
+/// boxed too, so that polling it returns a pointer: an outcome returned in place, through the
+/// trait object's `poll`, made the compiler give the future's output a slot of its own, and
+/// move the plain pass path's response through it once more.
 pub(super) type HeldFuture<ResBody, E> =
-    Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>;
+    Pin<Box<dyn Future<Output = Box<Result<Response<ResBody>, E>>> + Send>>;
 
 impl<F, Q: Quota, ResBody, E> ResponseFuture<F, Q, ResBody, E> {
     #[inline(always)]
@@ -102,7 +105,7 @@ where
                 Poll::Ready(Ok(response))
             }
             (InnerProjection::Own, rare) => match rare.as_deref_mut() {
-                Some(Rare::Held(future)) => future.as_mut().poll(cx),
+                Some(Rare::Held(future)) => future.as_mut().poll(cx).map(|outcome| *outcome),
                 Some(Rare::Answered(response)) => {
                     Poll::Ready(Ok(response.take().expect("polled after completion")))
                 }

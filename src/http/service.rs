@@ -326,7 +326,7 @@ where
                 // The service that was polled ready goes with the request; a clone stays.
                 let ready = self.inner.clone();
                 let mut inner = core::mem::replace(&mut self.inner, ready);
-                ResponseFuture::held(Box::pin(async move {
+                let held = async move {
                     tokio::time::sleep(delay).await;
                     core::future::poll_fn(|cx| inner.poll_ready(cx)).await?;
                     let mut response = inner.call(request).await?;
@@ -334,7 +334,8 @@ where
                         merge_headers(response.headers_mut(), headers);
                     }
                     Ok(response)
-                }))
+                };
+                ResponseFuture::held(Box::pin(async move { Box::new(held.await) }))
             }
         }
     }
