@@ -241,7 +241,6 @@ impl KeyExtractor for PeerIp {
 impl PeerIp {
     /// [`with_key`](KeyExtractor::with_key) for every request but one from a direct IPv4
     /// peer.
-    #[cold]
     #[inline(never)]
     fn with_other_key<B, R>(
         &self,
