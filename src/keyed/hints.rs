@@ -3,8 +3,10 @@
 //! A hint is 8 bits of a key's hash that placement does not use (never 0, which marks an empty
 //! byte). A lookup compares all eight hints of a bucket at once and reads only the slots whose
 //! hint matches, so it touches one word of hints and, usually, one slot, rather than every slot
-//! of two buckets. Hints only filter: the identity words decide, and a stale hint costs a trip
-//! to the locked slow path, which reads every slot.
+//! of two buckets. Hints only filter: the identity words decide, and a stale read of a hint
+//! word costs a trip to the locked slow path, where the hint words are exact (every writer of
+//! one holds the shard's insert lock): there a key's own entry is among the slots whose byte
+//! is its hint, and a vacant slot or a removed key's entry among those whose byte is 0.
 
 /// 0x01 in every byte.
 const BYTES_ONES: u64 = 0x0101_0101_0101_0101;

@@ -209,7 +209,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         let rank = self.log_rank(records, placement.shard, judging_ns);
         loop {
             let (slot, state) = match self.choose_slot_by(placement, None, &rank) {
-                Ok(Candidate::Evictable { slot, state }) => (slot, state),
+                Ok(Candidate::Evictable { slot, state, .. }) => (slot, state),
                 Ok(_) => {
                     return LogOutcome::Empty {
                         judged_ns: judging_ns,
@@ -313,19 +313,19 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         let judging_ns = reading_ns.max(floor_ns);
         let rank = self.log_rank(records, shard, judging_ns);
         loop {
-            let (slot, previous, event) =
+            let (slot, at, previous, event) =
                 match self.choose_slot_by(placement, Some(identity), &rank) {
                     Ok(Candidate::Holding { slot, .. }) => {
                         return self.log_check_slot(records, shard, slot, cost, reading_ns);
                     }
-                    Ok(Candidate::Vacant(slot)) => (slot, None, None),
+                    Ok(Candidate::Vacant { slot, at }) => (slot, at, None, None),
                     Ok(Candidate::Removed { .. }) => {
                         unreachable!("keyed sliding logs remove no key")
                     }
-                    Ok(Candidate::Reclaimable { slot, state }) => {
-                        (slot, Some(state), Some(TableEvent::Reclaim))
+                    Ok(Candidate::Reclaimable { slot, at, state }) => {
+                        (slot, at, Some(state), Some(TableEvent::Reclaim))
                     }
-                    Ok(Candidate::Evictable { slot, state }) => {
+                    Ok(Candidate::Evictable { slot, at, state }) => {
                         // Evict only for a key the inherited log admits (as the other keyed
                         // limiters do), so that its check below takes the sealed position.
                         let log = self.log_of(records, shard, slot);
@@ -345,7 +345,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                                     judged_ns: snapshot.view.now_ns,
                                 };
                             }
-                            Some(_) => (slot, Some(state), Some(TableEvent::Eviction)),
+                            Some(_) => (slot, at, Some(state), Some(TableEvent::Eviction)),
                         }
                     }
                     Err(full) => {
@@ -390,7 +390,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
             if let Some(event) = event {
                 self.table.count(shard, event);
             }
-            self.table.set_hint(placement, slot);
+            self.table.set_hint(placement, at);
             // The new key's first check, made before its identity is published: no other
             // check of it can come first, with a reading behind the floor. It fits (an empty
             // log, one whose units have all left the window at this time, or an evicted one

@@ -17,7 +17,8 @@
 //!   unchanged: else the identity they matched may have been half rewritten (an
 //!   [`Exact`](super::Exact) key's two words), or belong to a key inserted since.
 //! - **Insert of a new key** (slow path): take the shard's insert lock, look again (another
-//!   thread may just have inserted it, or a stale hint hid it), then claim a slot: a vacant one,
+//!   thread may just have inserted it, or a stale read of a hint word hid it: under the lock,
+//!   which every hint writer holds, the hint words are exact), then claim a slot: a vacant one,
 //!   else one whose state is [equivalent to fresh](crate::Quota::is_fresh) (claimed by CAS from
 //!   that state to `RESERVED`, which fails if a checker touched it meanwhile, then a Release
 //!   fence), else what [`WhenFull`] says (an eviction claims a live slot the same way). Write
@@ -79,9 +80,9 @@
 //!   check that happens after the removal (and, on most hardware, every later one). Only
 //!   insert-lock holders write hint words, each from the latest value, and the byte stays 0
 //!   until the slot is given to another key (with its own identity);
-//! - the locked paths (inserts, removals) read every slot but skip one whose hint byte is 0
-//!   ([`Table::is_detached`], exact under the lock): the key's next check misses and inserts
-//!   the key as a new one (below), and a second removal finds nothing;
+//! - the locked paths (inserts, removals), whose hint words are exact, never take a slot whose
+//!   hint byte is 0 for the key's ([`Table::is_detached`]): the key's next check misses and
+//!   inserts the key as a new one (below), and a second removal finds nothing;
 //! - a check that read the hint word before the clear may still find the slot, holding the
 //!   key's identity and state: it is decided on them, through the same one attempt, guarded
 //!   driver and `unchanged_since` as any check, as a check made before the removal (its
@@ -201,7 +202,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         // A cost of 0 is a peek, which every caller sends to `peek_identified` (the slow path's
         // refusals are restated as denials, true only of a cost above 0).
         debug_assert!(cost > 0, "a keyed check of cost 0 must go to the peek");
-        if let Some((slot, observed)) = self.table.find(self.table.place(hash), &identity) {
+        let found = self.table.find(self.table.place(hash), &identity);
+        let missed = found.is_none();
+        if let Some((slot, observed)) = found {
             // `find` checked the identity after loading `observed`; a successful attempt
             // replaces that very value, so the slot was still this key's.
             let step = operation.step(quota, observed, now, cost);
@@ -222,7 +225,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         // constant. From a `Decision` returned through memory for every outcome, the compiler
         // wrote the fast path's decision to the stack too once the counters' code followed the
         // check.
-        match self.decide_slow(operation, hash, identity, quota, cost, now) {
+        match self.decide_slow(operation, hash, identity, quota, cost, now, missed) {
             SlowDecision::Allowed { current } => Decision::new(true, cost, current, now, *quota),
             SlowDecision::Denied { observed } => {
                 Decision::new(false, cost, observed, now, self.lead.judging(quota))
@@ -284,7 +287,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             // Never without an identity to look for.
             Ok(Candidate::Holding { state, .. }) => state,
             Ok(
-                Candidate::Vacant(_) | Candidate::Reclaimable { .. } | Candidate::Removed { .. },
+                Candidate::Vacant { .. }
+                | Candidate::Reclaimable { .. }
+                | Candidate::Removed { .. },
             ) => Q::FRESH,
             Ok(Candidate::Evictable { state, .. }) => state,
             Err(Full { .. }) if self.when_full == WhenFull::Allow => {
@@ -303,10 +308,13 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         }
     }
 
-    /// The slow path of [`decide`](Self::decide): look again, then run the shared CAS driver
-    /// (whose guard re-checks the slot's identity after every lost race), or insert the key.
+    /// The slow path of [`decide`](Self::decide): for a key its lookup `missed`, the insert;
+    /// else (its one attempt did not decide) look again, then run the shared CAS driver (whose
+    /// guard re-checks the slot's identity after every lost race), or insert the key if it is
+    /// gone.
     #[cold]
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn decide_slow(
         &self,
         operation: impl Operation<Q>,
@@ -315,18 +323,21 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         quota: &Q,
         cost: u64,
         now: Q::Instant,
+        missed: bool,
     ) -> SlowDecision<Q> {
         let placement = self.table.place(hash);
-        loop {
-            let Some((slot, observed)) = self.table.find(placement, &identity) else {
-                return self.insert(operation, placement, &identity, quota, cost, now);
-            };
-            let applied = apply_to_slot(operation, slot, &identity, observed, quota, cost, now);
-            if let Some(tracked) = applied {
-                return tracked;
+        // A key the lookup missed goes straight to the insert, which looks again under the
+        // lock anyway: a second lock-free lookup would mostly repeat the miss.
+        if !missed {
+            while let Some((slot, observed)) = self.table.find(placement, &identity) {
+                let applied = apply_to_slot(operation, slot, &identity, observed, quota, cost, now);
+                if let Some(tracked) = applied {
+                    return tracked;
+                }
+                // The slot was reassigned while we raced for it: look again.
             }
-            // The slot was reassigned while we raced for it: look again.
         }
+        self.insert(operation, placement, &identity, quota, cost, now)
     }
 
     /// [`decide`](Self::decide), also naming the key as a reservation records it for a later
@@ -402,10 +413,10 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     ) -> bool {
         let placement = self.table.place(hash);
         let _guard = self.table.lock(placement.shard);
-        let Some(slot) = self.table.find_locked(placement, identity) else {
+        let Some(at) = self.table.find_locked(placement, identity) else {
             return false;
         };
-        self.table.detach(placement, slot);
+        self.table.detach(placement, at);
         true
     }
 
@@ -432,8 +443,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     }
 
     /// The slowest path: a key not in the table (unless it is found here after all: then a
-    /// tracked decision, as [`decide_slow`](Self::decide_slow)'s).
-    #[inline(never)]
+    /// tracked decision, as [`decide_slow`](Self::decide_slow)'s). Inlined into its one
+    /// caller, so that its outcome is written once, not copied on the way back.
+    #[inline(always)]
     fn insert(
         &self,
         operation: impl Operation<Q>,
@@ -450,9 +462,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         let reading = now;
         let now = quota.no_earlier_than(reading, self.table.new_key_floor(shard));
         // Slots of this shard are only reassigned under the lock we hold: from here on, a slot
-        // holding our identity keeps it, and no other thread claims a slot. Every slot is read
-        // (the lock-free lookup may have missed the key on a stale hint), in the same pass that
-        // chooses a slot for it.
+        // holding our identity keeps it, and no other thread claims a slot. The key is looked
+        // for again (the lock-free lookup may have read a stale hint word; the lock makes them
+        // exact), in the same survey that chooses a slot for it.
         loop {
             let candidate = match self.choose_slot(placement, Some(identity), now) {
                 Ok(Candidate::Holding { slot, state }) => {
@@ -490,19 +502,19 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             // longer a key's. The key's own removed entry starts fresh: every word its slot
             // held since another key's was this key's (module docs, "Removal").
             let raises_floor = matches!(candidate, Candidate::Reclaimable { .. });
-            let (slot, previous, inherited, event) = match candidate {
+            let (slot, at, previous, inherited, event) = match candidate {
                 Candidate::Holding { .. } => unreachable!("handled above"),
-                Candidate::Vacant(slot) => (slot, None, Q::FRESH, None),
-                Candidate::Removed { slot, state } => (slot, Some(state), Q::FRESH, None),
-                Candidate::Reclaimable { slot, state } => {
+                Candidate::Vacant { slot, at } => (slot, at, None, Q::FRESH, None),
+                Candidate::Removed { slot, at, state } => (slot, at, Some(state), Q::FRESH, None),
+                Candidate::Reclaimable { slot, at, state } => {
                     let event =
-                        (!self.table.is_detached(placement, slot)).then_some(TableEvent::Reclaim);
-                    (slot, Some(state), state, event)
+                        (!self.table.is_detached(placement, at)).then_some(TableEvent::Reclaim);
+                    (slot, at, Some(state), state, event)
                 }
-                Candidate::Evictable { slot, state } => {
+                Candidate::Evictable { slot, at, state } => {
                     let event =
-                        (!self.table.is_detached(placement, slot)).then_some(TableEvent::Eviction);
-                    (slot, Some(state), state, event)
+                        (!self.table.is_detached(placement, at)).then_some(TableEvent::Eviction);
+                    (slot, at, Some(state), state, event)
                 }
             };
             let Step::Allow(first_state) = operation.step(quota, inherited, now, cost) else {
@@ -530,7 +542,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             if let Some(event) = event {
                 self.table.count(shard, event);
             }
-            self.table.set_hint(placement, slot);
+            self.table.set_hint(placement, at);
             publish(slot, identity, first_state);
             let inserted = Decision::inserted(cost, first_state, now, *quota);
             return SlowDecision::NewKeyAllowed(inserted);

@@ -1,10 +1,13 @@
 //! Where a new key goes: the insert path's survey of a key's candidate slots, and the claim and
-//! publication of the slot it takes. Called only under the shard's insert lock (the protocol
-//! and its argument: [`protocol`](super::protocol)).
+//! publication of the slot it takes. Called under the shard's insert lock (the protocol and its
+//! argument: [`protocol`](super::protocol)), but for the survey a peek of a new key makes,
+//! which names no identity and claims nothing.
 
+use super::hints::HintMatches;
 use super::key_mode::KeyMode;
 use super::placement::Placement;
 use super::slot::{SlotOps, RESERVED, VACANT};
+use super::table::SlotPosition;
 use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;
 use crate::counters::Counting;
@@ -19,13 +22,25 @@ pub(super) enum Candidate<'table, S> {
     /// The key's own entry, removed ([`KeyedLimiter::remove`]) and not reused since, whose
     /// state was loaded as `state`: the key takes it back as a new key's, from a fresh state
     /// (module docs, "Removal").
-    Removed { slot: &'table S, state: u64 },
+    Removed {
+        slot: &'table S,
+        at: SlotPosition,
+        state: u64,
+    },
     /// A slot that never held a key.
-    Vacant(&'table S),
+    Vacant { slot: &'table S, at: SlotPosition },
     /// A slot whose entry is equivalent to fresh, judged on `state`.
-    Reclaimable { slot: &'table S, state: u64 },
+    Reclaimable {
+        slot: &'table S,
+        at: SlotPosition,
+        state: u64,
+    },
     /// The live entry closest to fresh ([`WhenFull::EvictClosestToFresh`]), judged on `state`.
-    Evictable { slot: &'table S, state: u64 },
+    Evictable {
+        slot: &'table S,
+        at: SlotPosition,
+        state: u64,
+    },
 }
 
 /// Every slot a new key may use holds a live entry.
@@ -36,11 +51,13 @@ pub(super) struct Full {
 }
 
 impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
-    /// Surveys a key's 16 slots in one pass: the key's own slot if `identity` is given and one
-    /// holds it; else its own removed entry, if one is there; else the slot for it: a vacant one
-    /// if either bucket has one (in the bucket with more vacant slots: "power of two choices" keeps buckets even and delays the first
-    /// refusal), else an entry equivalent to fresh (in the bucket with more of them), else, if
-    /// evicting, the live entry closest to fresh. When none is to be had, how soon one frees.
+    /// Surveys a key's 16 slots: the key's own slot if `identity` is given and one holds it;
+    /// else its own removed entry, if one is there; else the slot for it: a vacant one if
+    /// either bucket has one (in the bucket with more vacant slots: "power of two choices"
+    /// keeps buckets even and delays the first refusal), else an entry equivalent to fresh (in
+    /// the bucket with more of them), else, if evicting, the live entry closest to fresh. When
+    /// none is to be had, how soon one frees. Only that last choice ranks entries, in a second
+    /// pass over the slots, once the first (through the hint words) found no slot to take.
     #[inline]
     pub(super) fn choose_slot(
         &self,
@@ -64,81 +81,110 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         identity: Option<&<M::Slot as SlotOps>::Identity>,
         rank: impl Fn(&M::Slot, u64) -> Option<u64>,
     ) -> Result<Candidate<'_, M::Slot>, Full> {
-        // The first vacant (resp. reclaimable) slot of the bucket with the most of them.
-        let mut vacant: Option<(&M::Slot, usize)> = None;
-        let mut reclaimable: Option<(&M::Slot, u64, usize)> = None;
-        // The live entry soonest fresh: slot, state, freshness rank.
-        let mut closest: Option<(&M::Slot, u64, u64)> = None;
-        // The key's own removed entry.
-        let mut removed: Option<(&M::Slot, u64)> = None;
+        // First pass: the key's own entry (live or removed) and the vacant slots, none of which
+        // needs a rank, found through the hint words: under the insert lock, which every hint
+        // writer holds, a slot's hint byte is the key's hint if it holds that key's entry, and
+        // 0 if it is vacant or holds a removed key's entry. (A lock-free peek, which names no
+        // identity, may read an older hint word: it confirms each slot by its state, and a
+        // slot being taken meanwhile is not vacant to it.)
+        let mut vacant: Option<(SlotPosition, usize)> = None;
+        let mut removed: Option<(&M::Slot, SlotPosition, u64)> = None;
         for bucket in placement.buckets() {
-            let (mut vacant_here, mut vacant_count) = (None, 0);
-            let (mut reclaimable_here, mut reclaimable_count) = (None, 0);
-            for slot in self.table.bucket(placement, bucket) {
-                // ORDERING: Acquire, as the lock-free lookup's load: if the slot holds our
-                // identity, the driver then updates it on this observation. Other states are
-                // only judged here, and claimed by a CAS that fails if they changed.
+            let slots = self.table.bucket(placement, bucket);
+            let hint_word = self.table.hint_word(placement, bucket);
+            if let Some(identity) = identity {
+                for index in HintMatches::of(hint_word, placement.hint) {
+                    let slot = &slots[index];
+                    // ORDERING: Acquire, as the lock-free lookup's load: the driver then
+                    // updates the slot on this observation.
+                    let state = slot.state().load(Ordering::Acquire);
+                    if state < RESERVED && slot.holds(identity) {
+                        return Ok(Candidate::Holding { slot, state });
+                    }
+                }
+            }
+            let mut first_vacant = None;
+            let mut vacant_count = 0;
+            for index in HintMatches::of(hint_word, 0) {
+                let slot = &slots[index];
+                // ORDERING: Acquire, as above; a vacant slot is only judged here, and taken
+                // under the lock.
                 let state = slot.state().load(Ordering::Acquire);
                 if state == VACANT {
-                    vacant_here = vacant_here.or(Some(slot));
+                    first_vacant = first_vacant.or(Some(index));
                     vacant_count += 1;
                     continue;
                 }
+                // A removed key's entry: the key's own is retaken, but not in a table that
+                // evicts (an evicted key's words may be above the fresh state the key would
+                // restart from: module docs, "Removal"); there it is ranked as any other entry,
+                // below.
                 if let Some(identity) = identity {
-                    // Under the insert lock (the only callers that name an identity): a removed
-                    // key's entry still holds its identity, but is no longer the key's.
-                    if state < RESERVED && slot.holds(identity) {
-                        if !self.table.is_detached(placement, slot) {
-                            return Ok(Candidate::Holding { slot, state });
-                        }
-                        // Not in a table that evicts: an evicted key's words may be above the
-                        // fresh state the key would restart from (module docs, "Removal").
-                        if self.when_full != WhenFull::EvictClosestToFresh {
-                            removed = removed.or(Some((slot, state)));
-                            continue;
-                        }
-                    }
-                }
-                match rank(slot, state) {
-                    None => {
-                        reclaimable_here = reclaimable_here.or(Some((slot, state)));
-                        reclaimable_count += 1;
-                    }
-                    Some(rank) => {
-                        if closest.is_none_or(|(_, _, soonest)| rank < soonest) {
-                            closest = Some((slot, state, rank));
-                        }
+                    if self.when_full != WhenFull::EvictClosestToFresh
+                        && state < RESERVED
+                        && slot.holds(identity)
+                    {
+                        let at = SlotPosition { bucket, index };
+                        removed = removed.or(Some((slot, at, state)));
                     }
                 }
             }
-            if let Some(slot) = vacant_here {
+            if let Some(index) = first_vacant {
                 if vacant.is_none_or(|(_, most)| vacant_count > most) {
-                    vacant = Some((slot, vacant_count));
-                }
-            }
-            if let Some((slot, state)) = reclaimable_here {
-                if reclaimable.is_none_or(|(_, _, most)| reclaimable_count > most) {
-                    reclaimable = Some((slot, state, reclaimable_count));
+                    vacant = Some((SlotPosition { bucket, index }, vacant_count));
                 }
             }
         }
         // Before a vacant slot: so a key removed again and again keeps one slot.
-        if let Some((slot, state)) = removed {
-            return Ok(Candidate::Removed { slot, state });
+        if let Some((slot, at, state)) = removed {
+            return Ok(Candidate::Removed { slot, at, state });
         }
-        if let Some((slot, _)) = vacant {
-            return Ok(Candidate::Vacant(slot));
+        if let Some((at, _)) = vacant {
+            let slot = &self.table.bucket(placement, at.bucket)[at.index];
+            return Ok(Candidate::Vacant { slot, at });
         }
-        if let Some((slot, state, _)) = reclaimable {
-            return Ok(Candidate::Reclaimable { slot, state });
+        // Second pass, once every slot is taken: the first entry equivalent to fresh of the
+        // bucket with the most of them, and the live entry soonest fresh. (Under the insert lock
+        // no slot changes hands between the passes; a lock-free peek judges what it reads.)
+        let mut reclaimable: Option<(&M::Slot, SlotPosition, u64, usize)> = None;
+        // The live entry soonest fresh: slot, position, state, freshness rank.
+        let mut closest: Option<(&M::Slot, SlotPosition, u64, u64)> = None;
+        for bucket in placement.buckets() {
+            let mut first_reclaimable = None;
+            let mut reclaimable_count = 0;
+            for (index, slot) in self.table.bucket(placement, bucket).iter().enumerate() {
+                // ORDERING: Acquire, as in the first pass.
+                let state = slot.state().load(Ordering::Acquire);
+                match rank(slot, state) {
+                    None => {
+                        first_reclaimable = first_reclaimable.or(Some((slot, index, state)));
+                        reclaimable_count += 1;
+                    }
+                    Some(rank) => {
+                        if closest.is_none_or(|(_, _, _, soonest)| rank < soonest) {
+                            let at = SlotPosition { bucket, index };
+                            closest = Some((slot, at, state, rank));
+                        }
+                    }
+                }
+            }
+            if let Some((slot, index, state)) = first_reclaimable {
+                if reclaimable.is_none_or(|(_, _, _, most)| reclaimable_count > most) {
+                    let at = SlotPosition { bucket, index };
+                    reclaimable = Some((slot, at, state, reclaimable_count));
+                }
+            }
+        }
+        if let Some((slot, at, state, _)) = reclaimable {
+            return Ok(Candidate::Reclaimable { slot, at, state });
         }
         match closest {
-            Some((slot, state, _)) if self.when_full == WhenFull::EvictClosestToFresh => {
-                Ok(Candidate::Evictable { slot, state })
+            Some((slot, at, state, _)) if self.when_full == WhenFull::EvictClosestToFresh => {
+                Ok(Candidate::Evictable { slot, at, state })
             }
             closest => Err(Full {
-                soonest_fresh: closest.map(|(_, state, _)| state),
-                soonest_rank: closest.map(|(_, _, rank)| rank),
+                soonest_fresh: closest.map(|(_, _, state, _)| state),
+                soonest_rank: closest.map(|(_, _, _, rank)| rank),
             }),
         }
     }

@@ -70,6 +70,15 @@ struct ShardWriter {
     new_key_floor: AtomicU64,
 }
 
+/// Where a slot is among a key's candidates: its bucket in the key's shard and its index in
+/// the bucket. Carried from the insert path's survey to the hint write, so that neither
+/// searches the buckets for the slot again.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SlotPosition {
+    pub(super) bucket: usize,
+    pub(super) index: usize,
+}
+
 /// A slow-path event a shard counts.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum TableEvent {
@@ -278,56 +287,51 @@ impl<S: SlotOps> Table<S> {
         (state < RESERVED && slot.holds(identity)).then_some((slot, state))
     }
 
-    /// Records `placement`'s hint for `slot`, one of its candidates. Under the insert lock,
-    /// before the slot is published.
-    pub(super) fn set_hint(&self, placement: Placement, slot: &S) {
-        self.write_hint(placement, slot, placement.hint);
+    /// The hint word of `bucket` in `placement`'s shard: exact under the shard's insert lock,
+    /// which every hint writer holds; without it, a recent value (a filter only).
+    #[inline]
+    pub(super) fn hint_word(&self, placement: Placement, bucket: usize) -> u64 {
+        // ORDERING: Relaxed; under the insert lock, the lock orders every write (see
+        // `write_hint`); a lock-free reader confirms every slot it uses by its state word.
+        self.shards[placement.shard].read.hints[bucket].load(Ordering::Relaxed)
     }
 
-    /// Writes `hint` as `slot`'s hint byte (`slot` one of `placement`'s candidates). Under the
-    /// insert lock.
-    fn write_hint(&self, placement: Placement, slot: &S, hint: u8) {
-        let Some((bucket, index)) = self.position(placement, slot) else {
-            return;
-        };
-        let hints = &self.shards[placement.shard].read.hints[bucket];
+    /// Records `placement`'s hint for the slot `at`, one of its candidates. Under the insert
+    /// lock, before the slot is published.
+    pub(super) fn set_hint(&self, placement: Placement, at: SlotPosition) {
+        self.write_hint(placement, at, placement.hint);
+    }
+
+    /// Writes `hint` as the hint byte of the slot `at` (one of `placement`'s candidates). Under
+    /// the insert lock.
+    fn write_hint(&self, placement: Placement, at: SlotPosition, hint: u8) {
+        let hints = &self.shards[placement.shard].read.hints[at.bucket];
         // ORDERING: Relaxed load and store: only insert-lock holders write hints, and the lock
         // orders them; readers are published to by the slot's Release store (or, for a cleared
         // hint, by the removal count's Release increment, see `detach`).
         let word = hints.load(Ordering::Relaxed);
         // ORDERING: Relaxed, as above.
-        hints.store(hints::with_hint(word, index, hint), Ordering::Relaxed);
+        hints.store(hints::with_hint(word, at.index, hint), Ordering::Relaxed);
     }
 
-    /// The bucket and index of `slot`, one of `placement`'s candidates.
-    fn position(&self, placement: Placement, slot: &S) -> Option<(usize, usize)> {
-        let shard = &self.shards[placement.shard].read;
-        placement.buckets().find_map(|bucket| {
-            shard.buckets[bucket]
-                .slots
-                .iter()
-                .position(|candidate| core::ptr::eq(candidate, slot))
-                .map(|index| (bucket, index))
-        })
-    }
-
-    /// Whether `slot` (one of `placement`'s candidates, not vacant) holds a removed key's
-    /// entry: its hint byte is cleared (a key's hint is never 0). Exact under the shard's
+    /// Whether the slot `at` (one of `placement`'s candidates, not vacant) holds a removed
+    /// key's entry: its hint byte is cleared (a key's hint is never 0). Exact under the shard's
     /// insert lock, which every hint writer holds.
-    pub(super) fn is_detached(&self, placement: Placement, slot: &S) -> bool {
-        let Some((bucket, index)) = self.position(placement, slot) else {
-            return false;
-        };
+    pub(super) fn is_detached(&self, placement: Placement, at: SlotPosition) -> bool {
         // ORDERING: Relaxed, under the insert lock (see `write_hint`).
-        let word = self.shards[placement.shard].read.hints[bucket].load(Ordering::Relaxed);
-        (word >> (8 * index)) as u8 == 0
+        let word = self.shards[placement.shard].read.hints[at.bucket].load(Ordering::Relaxed);
+        (word >> (8 * at.index)) as u8 == 0
     }
 
     /// The slot holding a live entry for `identity`, read under the shard's insert lock: every
     /// slot of the key's buckets is read (a hint may be stale for a lock-free reader, never
     /// here), and a removed key's entry is skipped. The slot keeps its key while the lock is
     /// held.
-    pub(super) fn find_locked(&self, placement: Placement, identity: &S::Identity) -> Option<&S> {
+    pub(super) fn find_locked(
+        &self,
+        placement: Placement,
+        identity: &S::Identity,
+    ) -> Option<SlotPosition> {
         let shard = &self.shards[placement.shard].read;
         placement.buckets().find_map(|bucket| {
             // ORDERING: Relaxed, under the insert lock (see `write_hint`).
@@ -344,17 +348,17 @@ impl<S: SlotOps> Table<S> {
                         && (hint_word >> (8 * index)) as u8 != 0
                         && slot.holds(identity)
                 })
-                .map(|(_, slot)| slot)
+                .map(|(index, _)| SlotPosition { bucket, index })
         })
     }
 
-    /// Detaches `slot`'s entry (found by [`find_locked`](Self::find_locked) for a key of
+    /// Detaches the entry at `at` (found by [`find_locked`](Self::find_locked) for a key of
     /// `placement`) from its key: clears its hint, which no key has, so that no lookup that
     /// reads the hint word from now on reads the slot, nor the locked paths take it for the
     /// key's; then counts the removal. The state word and the identity are left as they are.
     /// Under the shard's insert lock.
-    pub(super) fn detach(&self, placement: Placement, slot: &S) {
-        self.write_hint(placement, slot, 0);
+    pub(super) fn detach(&self, placement: Placement, at: SlotPosition) {
+        self.write_hint(placement, at, 0);
         // ORDERING: Release, after the hint is cleared: a reservation that reads this count
         // with Acquire before its lookup (`decide_naming_key` in the protocol) reads the cleared
         // hint, so it cannot book on the detached entry and name the count that follows its

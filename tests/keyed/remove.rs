@@ -205,6 +205,37 @@ fn a_removed_entry_is_taken_back_by_its_key_and_by_others_once_fresh() {
     removed_entry_keeps_its_slot::<Exact>();
 }
 
+fn removed_again_and_again_keeps_one_slot<M: KeyMode<u64>>() {
+    // A minute per unit: every entry stays live for the whole test, so a slot a removed entry
+    // keeps is lost to other keys.
+    let clock = clock_at(0);
+    let limiter = one_bucket::<M, _>(failed_logins(), WhenFull::Deny, &clock);
+    for round in 0..10 {
+        let decision = limiter.check(&0);
+        assert!(
+            decision.is_allowed() && !decision.is_untracked(),
+            "round {round}"
+        );
+        assert!(limiter.remove(&0), "round {round}");
+    }
+    // Key 0 took its own removed entry back each time, though vacant slots were there: the
+    // other 7 slots are still free for other keys.
+    fill(&limiter, 1..8);
+    let stats = limiter.stats();
+    assert_eq!(
+        (stats.inserts, stats.removals, stats.refused_new_keys),
+        (17, 10, 0)
+    );
+    let refused = limiter.check(&100);
+    assert!(refused.is_denied() && refused.is_untracked());
+}
+
+#[test]
+fn a_key_removed_again_and_again_keeps_one_slot() {
+    removed_again_and_again_keeps_one_slot::<Hashed>();
+    removed_again_and_again_keeps_one_slot::<Exact>();
+}
+
 fn evicting_a_removed_entry<M: KeyMode<u64>>() {
     // Under `EvictClosestToFresh`, a removed entry is evicted like any other (its state
     // inherited), and counted as an insert only.
