@@ -27,7 +27,9 @@
 //! before the loop (so the loop, as that scenario's measured second, checks present keys; the
 //! environment variable `ZIPF_TABLE_CAPACITY` sizes nanolimit's table otherwise, for measuring
 //! what the table's size costs the same keys);
-//! `new_key`: a key never seen on every call, the insert path, reclaiming a slot). For cache
+//! `new_key`: a key never seen on every call, the insert path, in a table of 100,000 keys that
+//! fills as it goes: vacant slots first, then reclaims; `new_key_full`: the same in a table of
+//! 1,024 keys already full of reclaimable entries, keyed-flood's steady state). For cache
 //! misses per call, add `--cache-sim=yes` (and, to model this machine's last level,
 //! `--LL=33554432,16,64`).
 //!
@@ -107,6 +109,9 @@ fn zipf_draws() -> Vec<u64> {
 /// The capacity of the tables of `hot_key`.
 const HOT_KEY_CAPACITY: usize = 100_000;
 
+/// The capacity of the table of `new_key_full`, filled before the loop.
+const FULL_TABLE_CAPACITY: usize = 1_024;
+
 const DEFAULT_ITERATIONS: u64 = 1_000_000;
 
 /// Calls per case in the smoke test (no arguments, as under `cargo test --benches`).
@@ -122,6 +127,7 @@ const PATTERNS: &[&str] = &[
     "hot_key",
     "denied_key",
     "new_key",
+    "new_key_full",
     "rotate_100k",
     "random_1m",
     "zipf_1m",
@@ -263,6 +269,28 @@ fn run<S: KeyedSubject>(pattern: &str, iterations: u64) -> Result<(), String> {
             // A key never seen on every call, in a table whose entries are fresh (reclaimable)
             // 1 ns after use: the insert path, reclaiming a slot each time once the table is full.
             let subject = S::build(&KeyedQuota::Generous.spec(), HOT_KEY_CAPACITY);
+            let mut next = 1u64 << 40;
+            let allowed = measured_loop(&subject, iterations, || {
+                next += 1;
+                black_box(next)
+            });
+            println!("{pattern}: {iterations} calls, {allowed} allowed");
+            return if allowed == iterations {
+                Ok(())
+            } else {
+                Err("some new keys were denied".into())
+            };
+        }
+        "new_key_full" => {
+            // keyed-flood's steady state: a key never seen on every call, in a table already
+            // full of entries that are fresh (reclaimable) 1 ns after use, so that every insert
+            // surveys a key's 16 taken slots, ranks them and reclaims one.
+            let subject = S::build(&KeyedQuota::Generous.spec(), FULL_TABLE_CAPACITY);
+            // Four keys per key of capacity, all at time 0: nanolimit's table refuses the keys
+            // whose slots are all taken (live until 1 ns), and ends with every slot taken.
+            for key in 0..4 * FULL_TABLE_CAPACITY as u64 {
+                let _ = subject.check_at_caller_ns((1 << 41) | key, 0);
+            }
             let mut next = 1u64 << 40;
             let allowed = measured_loop(&subject, iterations, || {
                 next += 1;
