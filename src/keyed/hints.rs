@@ -18,6 +18,9 @@ const BYTES_LOW_SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 pub(super) struct HintMatches(u64);
 
 impl HintMatches {
+    /// Every slot of a bucket, as if every hint matched.
+    pub(super) const ALL: HintMatches = HintMatches(0x8080_8080_8080_8080);
+
     /// The bytes of `hint_word` equal to `hint`, found without a branch per byte.
     #[inline]
     pub(super) fn of(hint_word: u64, hint: u8) -> HintMatches {
@@ -72,6 +75,14 @@ mod tests {
             let found: Vec<usize> = HintMatches::of(word, hint).collect();
             assert_eq!(found, expected, "word {word:#018x}, hint {hint:#04x}");
         }
+    }
+
+    #[test]
+    fn all_is_every_slot_in_order() {
+        assert_eq!(
+            HintMatches::ALL.collect::<Vec<_>>(),
+            (0..8).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -390,7 +390,6 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
             if let Some(event) = event {
                 self.table.count(shard, event);
             }
-            self.table.set_hint(placement, at);
             // The new key's first check, made before its identity is published: no other
             // check of it can come first, with a reading behind the floor. It fits (an empty
             // log, one whose units have all left the window at this time, or an evicted one
@@ -399,6 +398,10 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
             let log = self.log_of(records, shard, slot);
             let limit = quota.limit();
             let judged = log.admit_held(start, cost, judging_ns, limit, quota.window_ns());
+            // The hint just before the publication, with nothing between them that could fail:
+            // the survey under the lock reads vacancy from the hint words, so a slot's byte
+            // must not be set unless its key is published.
+            self.table.set_hint(placement, at);
             let Some((view, next)) = judged else {
                 // Not reached (a held log reads as a snapshot); check as any thread would.
                 publish(slot, identity, start);

@@ -81,8 +81,9 @@
 //!   insert-lock holders write hint words, each from the latest value, and the byte stays 0
 //!   until the slot is given to another key (with its own identity);
 //! - the locked paths (inserts, removals), whose hint words are exact, never take a slot whose
-//!   hint byte is 0 for the key's ([`Table::is_detached`]): the key's next check misses and
-//!   inserts the key as a new one (below), and a second removal finds nothing;
+//!   hint byte is 0 for the key's live entry: the key's next check misses and inserts the key
+//!   as a new one (below: it may take that detached entry back, as a new key's), and a second
+//!   removal finds nothing;
 //! - a check that read the hint word before the clear may still find the slot, holding the
 //!   key's identity and state: it is decided on them, through the same one attempt, guarded
 //!   driver and `unchanged_since` as any check, as a check made before the removal (its

@@ -84,9 +84,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         // First pass: the key's own entry (live or removed) and the vacant slots, none of which
         // needs a rank, found through the hint words: under the insert lock, which every hint
         // writer holds, a slot's hint byte is the key's hint if it holds that key's entry, and
-        // 0 if it is vacant or holds a removed key's entry. (A lock-free peek, which names no
-        // identity, may read an older hint word: it confirms each slot by its state, and a
-        // slot being taken meanwhile is not vacant to it.)
+        // 0 if it is vacant or holds a removed key's entry. (A lock-free peek names no identity
+        // and reads every slot's state, below.)
         let mut vacant: Option<(SlotPosition, usize)> = None;
         let mut removed: Option<(&M::Slot, SlotPosition, u64)> = None;
         for bucket in placement.buckets() {
@@ -105,10 +104,18 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             }
             let mut first_vacant = None;
             let mut vacant_count = 0;
-            for index in HintMatches::of(hint_word, 0) {
+            // A lock-free peek reads every slot's state for vacancy: its hint word may already
+            // name a slot whose key is not yet published (its state still `VACANT`), a marker
+            // the second pass must not rank.
+            let maybe_vacant = match identity {
+                Some(_) => HintMatches::of(hint_word, 0),
+                None => HintMatches::ALL,
+            };
+            for index in maybe_vacant {
                 let slot = &slots[index];
-                // ORDERING: Acquire, as above; a vacant slot is only judged here, and taken
-                // under the lock.
+                // ORDERING: Acquire, as above: a vacant slot is only judged here and taken
+                // under the lock; a removed entry's state is the value its claim's CAS
+                // expects.
                 let state = slot.state().load(Ordering::Acquire);
                 if state == VACANT {
                     first_vacant = first_vacant.or(Some(index));
@@ -153,7 +160,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             let mut first_reclaimable = None;
             let mut reclaimable_count = 0;
             for (index, slot) in self.table.bucket(placement, bucket).iter().enumerate() {
-                // ORDERING: Acquire, as in the first pass.
+                // ORDERING: Acquire, as the lock-free lookup's load; these states are only
+                // judged here, and claimed by a CAS that fails if they changed.
                 let state = slot.state().load(Ordering::Acquire);
                 match rank(slot, state) {
                     None => {

@@ -251,7 +251,7 @@ impl<S: SlotOps> Table<S> {
             let slots = &shard.buckets[bucket].slots;
             Self::start_fetching(slots);
             // ORDERING: Relaxed; a hint only filters (see `hints`): a stale one sends the check
-            // to the locked slow path, which does not use hints.
+            // to the locked slow path, where the lock makes every hint word exact.
             let hint_word = shard.hints[bucket].load(Ordering::Relaxed);
             HintMatches::of(hint_word, placement.hint)
                 .find_map(|index| Self::holding(&slots[index], identity))
