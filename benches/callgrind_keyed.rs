@@ -248,6 +248,26 @@ fn measured_loop<S: KeyedSubject>(
     allowed
 }
 
+/// The loop of `new_key` and `new_key_full`: a key never seen on every call, every one of
+/// which must be admitted.
+fn new_keys_loop<S: KeyedSubject>(
+    subject: &S,
+    pattern: &str,
+    iterations: u64,
+) -> Result<(), String> {
+    let mut next = 1u64 << 40;
+    let allowed = measured_loop(subject, iterations, || {
+        next += 1;
+        black_box(next)
+    });
+    println!("{pattern}: {iterations} calls, {allowed} allowed");
+    if allowed == iterations {
+        Ok(())
+    } else {
+        Err("some new keys were denied".into())
+    }
+}
+
 /// Builds the subject, puts the pattern's keys in it (at caller time 0), runs the loop, and
 /// returns an error unless every call had the pattern's outcome and no key was inserted by the
 /// loop.
@@ -269,17 +289,7 @@ fn run<S: KeyedSubject>(pattern: &str, iterations: u64) -> Result<(), String> {
             // A key never seen on every call, in a table whose entries are fresh (reclaimable)
             // 1 ns after use: the insert path, reclaiming a slot each time once the table is full.
             let subject = S::build(&KeyedQuota::Generous.spec(), HOT_KEY_CAPACITY);
-            let mut next = 1u64 << 40;
-            let allowed = measured_loop(&subject, iterations, || {
-                next += 1;
-                black_box(next)
-            });
-            println!("{pattern}: {iterations} calls, {allowed} allowed");
-            return if allowed == iterations {
-                Ok(())
-            } else {
-                Err("some new keys were denied".into())
-            };
+            return new_keys_loop(&subject, pattern, iterations);
         }
         "new_key_full" => {
             // keyed-flood's steady state: a key never seen on every call, in a table already
@@ -291,17 +301,7 @@ fn run<S: KeyedSubject>(pattern: &str, iterations: u64) -> Result<(), String> {
             for key in 0..4 * FULL_TABLE_CAPACITY as u64 {
                 let _ = subject.check_at_caller_ns((1 << 41) | key, 0);
             }
-            let mut next = 1u64 << 40;
-            let allowed = measured_loop(&subject, iterations, || {
-                next += 1;
-                black_box(next)
-            });
-            println!("{pattern}: {iterations} calls, {allowed} allowed");
-            return if allowed == iterations {
-                Ok(())
-            } else {
-                Err("some new keys were denied".into())
-            };
+            return new_keys_loop(&subject, pattern, iterations);
         }
         "denied_key" => {
             let subject = S::build(&KeyedQuota::OnePerHour.spec(), HOT_KEY_CAPACITY);
