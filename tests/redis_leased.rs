@@ -25,9 +25,19 @@ fn shared(quota: Gcra, prefix: &str, url: &str) -> RedisLimiter<Gcra> {
 /// A limiter leasing `min..=max` units living 50 ms, refilled only by the checks that need it
 /// (deterministic), on explicit times.
 fn leased(shared: RedisLimiter<Gcra>, min: u64, max: u64) -> LeasedRedisLimiter<ManualClock> {
+    leased_living(shared, min, max, Duration::from_millis(50))
+}
+
+/// [`leased`] with leases living `lifetime`.
+fn leased_living(
+    shared: RedisLimiter<Gcra>,
+    min: u64,
+    max: u64,
+    lifetime: Duration,
+) -> LeasedRedisLimiter<ManualClock> {
     LeasedRedisLimiter::builder(shared)
         .lease_units(min, max)
-        .lease_lifetime(Duration::from_millis(50))
+        .lease_lifetime(lifetime)
         .background_refills(false)
         .clock(ManualClock::new())
         .build()
@@ -71,7 +81,7 @@ async fn checks_are_served_from_leases_with_one_round_trip_per_lease() {
 }
 
 /// Checks on `limiters` (processes) at a schedule of explicit times, from a seeded random
-/// choice of process and step: the times of the admissions.
+/// choice of process and step (up to 200 ms): the times of the admissions.
 async fn run_fleet(
     limiters: &[LeasedRedisLimiter<ManualClock>],
     checks: usize,
@@ -81,7 +91,7 @@ async fn run_fleet(
     let mut now = 1_000 * MS;
     let mut admitted = Vec::new();
     for _ in 0..checks {
-        now += random.gen_range(0..=2 * MS);
+        now += random.gen_range(0..=200 * MS);
         let process = &limiters[random.gen_range(0..limiters.len())];
         let decision = process.check_with("tenant", at(now)).await.unwrap();
         assert!(!decision.is_fallback());
@@ -108,18 +118,22 @@ fn worst_excess(admitted: &[u64], burst: u64, emission_interval_ns: u64) -> i64 
 #[tokio::test(flavor = "current_thread")]
 async fn the_fleet_admits_at_most_the_quota_plus_processes_times_the_largest_lease() {
     let Some(url) = redis_url() else { return };
-    // 200 per second (one per 5 ms), bursts of 20; three processes leasing 1 to 8 units.
-    let quota = Gcra::per_second(200).unwrap().with_burst(20).unwrap();
+    // 2 per second (one per 500 ms), bursts of 20; three processes leasing 1 to 8 units that
+    // live 5 s. A slow quota on explicit times: Redis expires an idle key by its own clock, and
+    // at this rate a live key's expiry is seconds away, so a test process stalled on a loaded
+    // machine cannot see its key expire under a live state (at 200 per second and 5 ms steps,
+    // a sleep of 150 ms broke the bound).
+    let quota = Gcra::per_second(2).unwrap().with_burst(20).unwrap();
     for seed in 0..4 {
         let prefix = unique_prefix("leased-bound");
         let fleet: Vec<_> = (0..3)
-            .map(|_| leased(shared(quota, &prefix, &url), 1, 8))
+            .map(|_| leased_living(shared(quota, &prefix, &url), 1, 8, Duration::from_secs(5)))
             .collect();
-        // About 3 s of checks at about 1,000 per second: five times the rate.
+        // About 300 s of checks (explicit times) at about 10 per second: five times the rate.
         let admitted = run_fleet(&fleet, 3_000, seed).await;
         let bound = fleet[0].over_admission_bound(3);
         assert_eq!(bound, 24);
-        let excess = worst_excess(&admitted, 20, 5 * MS);
+        let excess = worst_excess(&admitted, 20, 500 * MS);
         assert!(
             excess <= bound as i64,
             "seed {seed}: {excess} over the quota in some interval"
@@ -127,7 +141,7 @@ async fn the_fleet_admits_at_most_the_quota_plus_processes_times_the_largest_lea
         // Leasing moves admissions, it does not lose many: the run's admissions are close to
         // the quota's over the run.
         let span = admitted.last().unwrap() - admitted.first().unwrap();
-        let allowance = 20 + span / (5 * MS);
+        let allowance = 20 + span / (500 * MS);
         assert!(
             admitted.len() as u64 >= allowance * 9 / 10,
             "seed {seed}: {} admitted of {allowance}",
@@ -144,7 +158,13 @@ async fn the_fleet_admits_at_most_the_quota_plus_processes_times_the_largest_lea
 #[tokio::test(flavor = "current_thread")]
 async fn with_leasing_off_the_fleet_decides_exactly_as_one_limiter() {
     let Some(url) = redis_url() else { return };
-    let quota = Gcra::per_second(200).unwrap().with_burst(20).unwrap();
+    // Two per second, bursts of 20, offered five per second. Redis expires an idle key by its
+    // own clock once the state is as good as fresh by the request's: at this rate a live key
+    // expires seconds after its last check, so a test process stalled on a loaded machine
+    // (the run's 1,500 checks take well under a second) cannot see its key expire under a
+    // live state (at 200 per second, a sleep of 150 ms at the 25th check made the fleet admit
+    // where the reference denied; at this rate, sleeps of a second pass).
+    let quota = Gcra::per_second(2).unwrap().with_burst(20).unwrap();
     let prefix = unique_prefix("leased-off");
     let fleet: Vec<_> = (0..3)
         .map(|_| leased(shared(quota, &prefix, &url), 1, 1))
@@ -158,7 +178,7 @@ async fn with_leasing_off_the_fleet_decides_exactly_as_one_limiter() {
     let mut now = 1_000 * MS;
     let mut admitted = Vec::new();
     for _ in 0..1_500 {
-        now += random.gen_range(0..=2 * MS);
+        now += random.gen_range(0..=400 * MS);
         let process = &fleet[random.gen_range(0..fleet.len())];
         let decision = process.check_with("tenant", at(now)).await.unwrap();
         let expected = reference.check_with("tenant", at(now)).unwrap();
@@ -168,7 +188,7 @@ async fn with_leasing_off_the_fleet_decides_exactly_as_one_limiter() {
             admitted.push(now);
         }
     }
-    assert!(worst_excess(&admitted, 20, 5 * MS) <= 0);
+    assert!(worst_excess(&admitted, 20, 500 * MS) <= 0);
     assert_eq!(fleet[0].over_admission_bound(3), 0);
     let direct: u64 = fleet
         .iter()
