@@ -318,15 +318,13 @@ impl<S: SlotOps> Table<S> {
     /// key's entry: its hint byte is cleared (a key's hint is never 0). Exact under the shard's
     /// insert lock, which every hint writer holds.
     pub(super) fn is_detached(&self, placement: Placement, at: SlotPosition) -> bool {
-        // ORDERING: Relaxed, under the insert lock (see `write_hint`).
-        let word = self.shards[placement.shard].read.hints[at.bucket].load(Ordering::Relaxed);
-        (word >> (8 * at.index)) as u8 == 0
+        (self.hint_word(placement, at.bucket) >> (8 * at.index)) as u8 == 0
     }
 
-    /// The slot holding a live entry for `identity`, read under the shard's insert lock: every
-    /// slot of the key's buckets is read (a hint may be stale for a lock-free reader, never
-    /// here), and a removed key's entry is skipped. The slot keeps its key while the lock is
-    /// held.
+    /// The slot holding a live entry for `identity`, read under the shard's insert lock, where
+    /// the hint words are exact: the entry is among the slots whose byte is the key's hint, and
+    /// a removed key's entry (byte 0) is never one of them. The slot keeps its key while the
+    /// lock is held.
     pub(super) fn find_locked(
         &self,
         placement: Placement,
@@ -334,21 +332,15 @@ impl<S: SlotOps> Table<S> {
     ) -> Option<SlotPosition> {
         let shard = &self.shards[placement.shard].read;
         placement.buckets().find_map(|bucket| {
-            // ORDERING: Relaxed, under the insert lock (see `write_hint`).
-            let hint_word = shard.hints[bucket].load(Ordering::Relaxed);
-            shard.buckets[bucket]
-                .slots
-                .iter()
-                .enumerate()
-                .find(|&(index, slot)| {
+            let slots = &shard.buckets[bucket].slots;
+            HintMatches::of(self.hint_word(placement, bucket), placement.hint)
+                .find(|&index| {
                     // ORDERING: Relaxed: under the insert lock, which orders every write of a
                     // slot's identity, and of its word from a marker to a key's state.
-                    let state = slot.state().load(Ordering::Relaxed);
-                    state < RESERVED
-                        && (hint_word >> (8 * index)) as u8 != 0
-                        && slot.holds(identity)
+                    let state = slots[index].state().load(Ordering::Relaxed);
+                    state < RESERVED && slots[index].holds(identity)
                 })
-                .map(|(index, _)| SlotPosition { bucket, index })
+                .map(|index| SlotPosition { bucket, index })
         })
     }
 
