@@ -8,7 +8,7 @@
 # `bash benches/callgrind.sh direct 'loop_only|gcra_(allowed|reserve)'`.
 #
 # Builds the runners (benches/callgrind_direct.rs, benches/callgrind_keyed.rs, and for `http`
-# benches/callgrind_http_{floor,nanolimit,tower_governor}.rs, one binary per case, with
+# benches/callgrind_http_{floor,check_floor,nanolimit,tower_governor}.rs, one binary per case, with
 # `--all-features`, as the contention benchmark) with
 # `cargo bench --no-run`, honouring CARGO_TARGET_DIR, then runs every case twice under
 # `valgrind --tool=callgrind --toggle-collect='*measured_loop*'`: with ITERATIONS=0 and with
@@ -16,8 +16,10 @@
 # outside the loop cancels out; the loop's own instructions (and the key generator's, for
 # keyed cases) do not, and the `loop_only` cases measure them. The http cases are requests
 # through a tower service (the contention benchmark's http-layer, one thread): `http/floor` is
-# the service alone, and the script prints the layers' overhead ratio,
-# (nanolimit - floor) / (tower_governor - floor), after the table.
+# the service alone, `http/check_floor` the least a keyed layer must add to it (the client's
+# address, a clock read, a hash, one compare-and-swap on a line of a table-sized array), and
+# the script prints the layers' overhead ratio, (nanolimit - floor) / (tower_governor - floor),
+# and check_floor's share of tower_governor's overhead, after the table.
 #
 # Prints a table `case  instructions_per_call`. A run that fails (valgrind or the runner, which
 # verifies that every call had the outcome its case is named after) is reported with its last
@@ -70,11 +72,12 @@ if [ "$selection" != http ]; then
         exit 1
     fi
 fi
-http_cases=(floor nanolimit tower_governor)
+http_cases=(floor check_floor nanolimit tower_governor)
 declare -A http_runners=()
 if [ "$selection" = http ] || [ "$selection" = all ]; then
     if ! cargo bench --no-run --all-features --bench callgrind_http_floor \
-        --bench callgrind_http_nanolimit --bench callgrind_http_tower_governor \
+        --bench callgrind_http_check_floor --bench callgrind_http_nanolimit \
+        --bench callgrind_http_tower_governor \
         --message-format=json >"$work/cargo_http.json"; then
         echo "callgrind.sh: cargo bench --no-run --all-features failed" >&2
         exit 1
@@ -175,12 +178,17 @@ if [ ${#http_runners[@]} -ne 0 ]; then
         measure "${http_runners[$case]}" "http/" "$case"
     done
     # The layers' overhead over the service alone, and nanolimit's as a share of tower_governor's.
+    # check_floor's is the least a keyed layer must add (its share of tower_governor's bounds
+    # what any layer's ratio can reach).
     awk '$1 == "http/floor" { floor = $2 } $1 == "http/nanolimit" { nanolimit = $2 }
-        $1 == "http/tower_governor" { governor = $2 }
+        $1 == "http/tower_governor" { governor = $2 } $1 == "http/check_floor" { check = $2 }
         END {
             if (floor != "" && nanolimit != "" && governor != "" && governor != floor)
                 printf "http overhead over floor: nanolimit %.2f, tower_governor %.2f, ratio %.3f\n",
                     nanolimit - floor, governor - floor, (nanolimit - floor) / (governor - floor)
+            if (floor != "" && check != "" && governor != "" && governor != floor)
+                printf "http overhead over floor: check_floor %.2f, its share of tower_governor'"'"'s %.3f\n",
+                    check - floor, (check - floor) / (governor - floor)
         }' "$work/counts"
 fi
 

@@ -96,14 +96,18 @@
 //! builds): `nanolimit gcra` (the layer over a `KeyedLimiter<IpAddr, Gcra>` keyed by `PeerIp`,
 //! no headers on allowed responses: the layer's default), `tower_governor gcra`
 //! (tower_governor 0.8's `GovernorLayer`, its default configuration: `PeerIpKeyExtractor`, no
-//! headers on allowed responses, its governor `DashMap` store) and `floor no-layer` (the inner
-//! service alone). Each call builds an empty `http::Request<axum::body::Body>` carrying its
+//! headers on allowed responses, its governor `DashMap` store), `floor no-layer` (the inner
+//! service alone) and `floor peer-ip-check` (the least a keyed layer must add: the client's
+//! address from the extensions, one `QuantaClock` reading, the IP's ahash and one
+//! compare-and-swap on a line of an array as large as nanolimit's table; no limiter). Each call builds an empty `http::Request<axum::body::Body>` carrying its
 //! client's address as axum's `ConnectInfo<SocketAddr>` (where both layers' extractors read
 //! it), calls `ready()` and `call()` on the thread's clone of the service, polls each future
 //! once with a no-op waker (the inner `service_fn` answers `200 OK` at once: a pending future
 //! panics), and counts a `200` as allowed. Under the table a line gives the layers' overhead
 //! over the floor (row − floor, aggregate ns per call) and nanolimit's overhead over
-//! tower_governor's, the target being at most 0.5.
+//! tower_governor's, the target being at most 0.5, and a second line `peer-ip-check`'s
+//! overhead and its share of tower_governor's: the lowest ratio a layer on the same clock could
+//! reach.
 //!
 //! inflight has its own rows too (`benches/contention/inflight.rs`): `nanolimit in-flight`
 //! (`nanolimit::inflight::InFlightLimiter::new(1024)`: `try_acquire()`, then the `Permit`
@@ -134,10 +138,11 @@
 //! keyed-zipf-1m, keyed-flood), whose tables outgrow the caches, have a floor of their own,
 //! `random-line-cas` (limiter `floor`): the key's ahash picks one 64-byte line of an array as
 //! large as nanolimit's table for the scenario, and one compare-and-swap updates it, following
-//! the scenario's key sequence (no clock read, no probe, no identity). http-layer has its own floor instead, measured
-//! in the scenario at each of its thread counts: `no-layer` (limiter `floor`), the same
-//! requests sent to the inner service with no layer, what the request, the call and the
-//! response cost without a limit. Its CSV rows appear under http-layer only; the hardware
+//! the scenario's key sequence (no clock read, no probe, no identity). http-layer has its own
+//! floors instead, measured in the scenario at each of its thread counts: `no-layer` (limiter
+//! `floor`), the same requests sent to the inner service with no layer, what the request, the
+//! call and the response cost without a limit, and `peer-ip-check` (limiter `floor`), the
+//! same with the least a keyed layer must add. Their CSV rows appear under http-layer only; the hardware
 //! floors are repeated under it as under every scenario. inflight likewise has its own floor,
 //! `fetch-add-pair` (limiter `floor`), measured in the scenario at each of its thread counts.
 //!
@@ -177,7 +182,7 @@
 //! |---|---|
 //! | `scenario` | scenario name |
 //! | `limiter` | `nanolimit`, `governor`, `ratelimit`, `mutex-hashmap` or `floor`; http-layer: `nanolimit`, `tower_governor`, `floor`; inflight: `nanolimit`, `tokio-semaphore`, `floor` |
-//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-log` (nanolimit's `SlidingLogLimiter` in direct-allow and direct-deny, `KeyedSlidingLogLimiter` in keyed-hot and keyed-rotate-100k), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`, and in the many-key scenarios `random-line-cas`; http-layer's floor: `no-layer`; direct-allow-counted: `gcra`, `gcra-counted` (built with counters), and its floor `cas-fetch-add`; composite-2: `gcra+gcra`, `gcra+gcra-striped`, `gcra` and its floor `two-cas`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
+//! | `algorithm` | `gcra`, `gcra-striped` (nanolimit's `StripedLimiter`; direct-allow and direct-deny), `sliding-log` (nanolimit's `SlidingLogLimiter` in direct-allow and direct-deny, `KeyedSlidingLogLimiter` in keyed-hot and keyed-rotate-100k), `sliding-window`, `fixed-window`, `token-bucket`; floors: `clock-read`, `cas`, `ahash-cas`, and in the many-key scenarios `random-line-cas`; http-layer's floors: `no-layer`, `peer-ip-check`; direct-allow-counted: `gcra`, `gcra-counted` (built with counters), and its floor `cas-fetch-add`; composite-2: `gcra+gcra`, `gcra+gcra-striped`, `gcra` and its floor `two-cas`; inflight: `in-flight` (nanolimit's `InFlightLimiter`), `semaphore` (tokio's), and its floor `fetch-add-pair` |
 //! | `threads` | threads calling at once |
 //! | `keys` | distinct keys offered: 1 for direct limiters and inflight's limiters, keyed-hot and keyed-hot-under-flood (the hot key, the one counted), the key space for the other keyed scenarios, the distinct keys actually checked for keyed-flood; 0 for floors |
 //! | `ops` | calls by all threads in the measured phase; keyed-hot-under-flood: the hot thread's calls only (the flood's are not counted) |
@@ -596,11 +601,13 @@ fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
         ];
     }
     if scenario == Scenario::HttpLayer {
-        // The layers, and the service with no layer: the scenario's own floor.
+        // The layers, the service with no layer (the scenario's own floor) and the least a
+        // keyed layer must add to it.
         return vec![
             (LimiterKind::Nanolimit, AlgorithmKind::Gcra),
             (LimiterKind::TowerGovernor, AlgorithmKind::Gcra),
             (LimiterKind::Floor, AlgorithmKind::NoLayer),
+            (LimiterKind::Floor, AlgorithmKind::PeerIpCheck),
         ];
     }
     if scenario == Scenario::Inflight {

@@ -14,7 +14,13 @@
 //!   gets `x-ratelimit-after` and `retry-after`. Its governor store is a `DashMap` on std's
 //!   hasher, unbounded (no sweeper runs: it holds the 10,000 clients).
 //! - `floor` (`no-layer`): the inner service called directly: building the request, the call
-//!   and dropping the response, which the other two rows pay as well.
+//!   and dropping the response, which the other rows pay as well.
+//! - `floor` (`peer-ip-check`): the least a keyed layer must add to `no-layer`, with no limiter
+//!   (`PeerIpCheckFloor`): the client's `ConnectInfo` read from the extensions, one
+//!   `QuantaClock` reading, the IP's ahash, and one compare-and-swap storing the reading in the
+//!   64-byte line the hash picks in an array as large as nanolimit's table (10,000 keys); a
+//!   failed swap would answer `429`. No probe, identity, rate arithmetic, header or count. Its
+//!   overhead over `no-layer` bounds what a layer reading the same clock can reach.
 //!
 //! The inner service is a `tower::service_fn` answering `200 OK` with an empty
 //! `axum::body::Body` (both layers take axum's body: nanolimit builds its rejections
@@ -27,10 +33,12 @@
 
 use crate::http_requests::{
     client_address, client_request, governor_config, nanolimit_layer, respond, respond_now,
+    PeerIpCheckFloor,
 };
 use crate::keyed_subjects::unbounded_map_report;
 use crate::keys::http_client_order;
 use crate::measure::{measure, Measurement, Outcome, Timing, Worker, ALLOWED};
+use crate::quotas::AlgorithmKind;
 use crate::{lifetime_since, Context, Job, LimiterKind, MeasuredRun, Scenario};
 use axum::body::Body;
 use http::{Request, Response, StatusCode};
@@ -93,7 +101,8 @@ where
     })
 }
 
-/// One http-layer measurement: `job.limiter` is `Nanolimit`, `TowerGovernor` or `Floor`.
+/// One http-layer measurement: `job.limiter` is `Nanolimit`, `TowerGovernor` or `Floor` (of
+/// algorithm `NoLayer` or `PeerIpCheck`).
 pub fn run(job: Job, context: &Context) -> MeasuredRun {
     let quota = Scenario::HttpLayer.quota(job.algorithm);
     let (threads, timing) = (job.threads, context.timing);
@@ -134,6 +143,16 @@ pub fn run(job: Job, context: &Context) -> MeasuredRun {
                 over_admission_bound: 0,
                 state_report: Some(unbounded_map_report(limiter.len())),
                 measurement,
+            }
+        }
+        LimiterKind::Floor if job.algorithm == AlgorithmKind::PeerIpCheck => {
+            let capacity = Scenario::HttpLayer.table_capacity(threads);
+            let service = PeerIpCheckFloor::new(endpoint, &quota, capacity);
+            MeasuredRun {
+                measurement: measure_service(&service, threads, timing),
+                lifetime: std::time::Duration::ZERO,
+                over_admission_bound: 0,
+                state_report: None,
             }
         }
         LimiterKind::Floor => MeasuredRun {

@@ -34,6 +34,10 @@ pub enum AlgorithmKind {
     RandomLineCas,
     /// http-layer's floor: the request sent to the inner service with no layer.
     NoLayer,
+    /// http-layer's second floor: the least a keyed layer must add to the request (the
+    /// client's address, a clock read, an ahash, one compare-and-swap on a line of an array as
+    /// large as nanolimit's table), with no limiter.
+    PeerIpCheck,
     /// inflight: nanolimit's `InFlightLimiter`, a permit taken and dropped.
     InFlight,
     /// inflight: tokio's `Semaphore`, a permit taken and dropped.
@@ -69,6 +73,7 @@ impl AlgorithmKind {
             AlgorithmKind::AhashCas => "ahash-cas",
             AlgorithmKind::RandomLineCas => "random-line-cas",
             AlgorithmKind::NoLayer => "no-layer",
+            AlgorithmKind::PeerIpCheck => "peer-ip-check",
             AlgorithmKind::InFlight => "in-flight",
             AlgorithmKind::Semaphore => "semaphore",
             AlgorithmKind::FetchAddPair => "fetch-add-pair",

@@ -463,29 +463,48 @@ fn aggregate_ns_per_op(rows: &[&Row], limiter: &str, threads: usize) -> Option<f
 }
 
 /// The layers' overheads over the floor (the service with no layer) in http-layer, aggregate ns
-/// per call, and nanolimit's over tower_governor's (the target: at most 0.5).
+/// per call, and nanolimit's over tower_governor's (the target: at most 0.5); then the
+/// overhead of the least a keyed layer must do (`floor peer-ip-check`) as a share of
+/// tower_governor's: the lowest ratio a layer reading the same clock could reach.
 fn print_layer_overheads(out: &mut impl std::io::Write, rows: &[&Row]) -> std::io::Result<()> {
-    let find = |limiter: &str, threads: usize| aggregate_ns_per_op(rows, limiter, threads);
+    let find = |limiter: &str, algorithm: &str, threads: usize| {
+        rows.iter()
+            .find(|row| {
+                row.limiter == limiter && row.algorithm == algorithm && row.threads == threads
+            })
+            .map(|row| row.aggregate_ns_per_op())
+    };
     for threads in distinct_thread_counts(rows) {
         let (Some(nanolimit), Some(tower_governor), Some(floor)) = (
-            find("nanolimit", threads),
-            find("tower_governor", threads),
-            find("floor", threads),
+            find("nanolimit", "gcra", threads),
+            find("tower_governor", "gcra", threads),
+            find("floor", "no-layer", threads),
         ) else {
             continue;
         };
         let (ours, theirs) = (nanolimit - floor, tower_governor - floor);
         // Too short a run (the smoke test) can put a layer below the floor: no ratio then.
-        let ratio = if ours > 0.0 && theirs > 0.0 {
-            format!("{:.2}", ours / theirs)
-        } else {
-            "n/a (a layer measured at or below the floor)".to_string()
+        let share_of_theirs = |overhead: f64| {
+            if overhead > 0.0 && theirs > 0.0 {
+                format!("{:.2}", overhead / theirs)
+            } else {
+                "n/a (a row measured at or below the floor)".to_string()
+            }
         };
+        let plural = if threads == 1 { "" } else { "s" };
         writeln!(
             out,
-            "   overhead over no layer at {threads} thread{}: nanolimit {ours:.2} ns, tower_governor {theirs:.2} ns per call (aggregate); nanolimit / tower_governor = {ratio} (target <= 0.5)",
-            if threads == 1 { "" } else { "s" },
+            "   overhead over no layer at {threads} thread{plural}: nanolimit {ours:.2} ns, tower_governor {theirs:.2} ns per call (aggregate); nanolimit / tower_governor = {} (target <= 0.5)",
+            share_of_theirs(ours),
         )?;
+        if let Some(check) = find("floor", "peer-ip-check", threads) {
+            let least = check - floor;
+            writeln!(
+                out,
+                "   the least a keyed layer adds (floor peer-ip-check) at {threads} thread{plural}: {least:.2} ns; / tower_governor = {}",
+                share_of_theirs(least),
+            )?;
+        }
     }
     Ok(())
 }

@@ -89,3 +89,108 @@ where
         Poll::Pending => panic!("the response was not ready at once"),
     }
 }
+
+/// http-layer's second floor (`peer-ip-check`): the least a keyed layer must do per request
+/// beside the inner call, with no limiter. It reads the client's `ConnectInfo` from the
+/// request's extensions (as both layers do), reads nanolimit's clock, hashes the IP with ahash
+/// (as nanolimit's hashed table does), and swaps one word, the reading, into the 64-byte line
+/// the hash picks in an array as large as nanolimit's table for `capacity`: one clock read, one
+/// hash, one compare-and-swap on a line of a table the size of the real one. A failed swap
+/// answers `429` at once, so the future has the two shapes a limiting layer's has. No probe,
+/// no identity check, no rate arithmetic, no headers, no counts.
+#[derive(Clone)]
+pub struct PeerIpCheckFloor<S> {
+    inner: S,
+    clock: nanolimit::QuantaClock,
+    hasher: ahash::RandomState,
+    lines: Arc<[Line]>,
+}
+
+/// One 64-byte cache line holding one word.
+#[repr(align(64))]
+pub struct Line(std::sync::atomic::AtomicU64);
+
+impl<S> PeerIpCheckFloor<S> {
+    /// The floor over `inner`, its array as large as nanolimit's `KeyedLimiter<IpAddr, Gcra>`
+    /// of `capacity` for `quota`.
+    pub fn new(inner: S, quota: &QuotaSpec, capacity: usize) -> Self {
+        let table_bytes = KeyedLimiter::<IpAddr, Gcra>::new(quota.gcra(), capacity)
+            .expect("a valid table")
+            .memory_bytes();
+        let line_count = (table_bytes / 64).max(1);
+        PeerIpCheckFloor {
+            inner,
+            clock: nanolimit::QuantaClock::new(),
+            hasher: ahash::RandomState::with_seeds(1, 2, 3, 4),
+            lines: (0..line_count)
+                .map(|_| Line(std::sync::atomic::AtomicU64::new(0)))
+                .collect(),
+        }
+    }
+}
+
+impl<S> Service<Request<Body>> for PeerIpCheckFloor<S>
+where
+    S: Service<Request<Body>, Response = Response<Body>>,
+    S::Future: Unpin,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = FloorFuture<S::Future>;
+
+    #[inline]
+    fn poll_ready(&mut self, context: &mut TaskContext<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(context)
+    }
+
+    #[inline]
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        use nanolimit::Clock;
+        use std::sync::atomic::Ordering;
+        let ip = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(address)| address.ip());
+        let now_ns = self.clock.now().as_ns();
+        let hash = self.hasher.hash_one(ip);
+        let index = ((hash as u128 * self.lines.len() as u128) >> 64) as usize;
+        let word = &self.lines[index].0;
+        let current = word.load(Ordering::Relaxed);
+        if word
+            .compare_exchange(current, now_ns, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            FloorFuture::Passed(self.inner.call(request))
+        } else {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
+            FloorFuture::Rejected(Some(response))
+        }
+    }
+}
+
+/// [`PeerIpCheckFloor`]'s future: the inner service's, or a rejection ready at once.
+pub enum FloorFuture<F> {
+    Passed(F),
+    Rejected(Option<Response<Body>>),
+}
+
+impl<F, E> Future for FloorFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, E>> + Unpin,
+{
+    type Output = Result<Response<Body>, E>;
+
+    #[inline]
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut TaskContext<'_>,
+    ) -> Poll<Self::Output> {
+        match &mut *self {
+            FloorFuture::Passed(future) => std::pin::Pin::new(future).poll(context),
+            FloorFuture::Rejected(response) => {
+                Poll::Ready(Ok(response.take().expect("polled after completion")))
+            }
+        }
+    }
+}
