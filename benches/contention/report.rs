@@ -462,17 +462,25 @@ fn aggregate_ns_per_op(rows: &[&Row], limiter: &str, threads: usize) -> Option<f
         .map(|row| row.aggregate_ns_per_op())
 }
 
+/// The aggregate ns per call of `limiter`'s `algorithm` row at `threads`, if `rows` has one.
+fn algorithm_aggregate_ns_per_op(
+    rows: &[&Row],
+    limiter: &str,
+    algorithm: &str,
+    threads: usize,
+) -> Option<f64> {
+    rows.iter()
+        .find(|row| row.limiter == limiter && row.algorithm == algorithm && row.threads == threads)
+        .map(|row| row.aggregate_ns_per_op())
+}
+
 /// The layers' overheads over the floor (the service with no layer) in http-layer, aggregate ns
 /// per call, and nanolimit's over tower_governor's (the target: at most 0.5); then the
 /// overhead of the least a keyed layer must do (`floor peer-ip-check`) as a share of
 /// tower_governor's: the lowest ratio a layer reading the same clock could reach.
 fn print_layer_overheads(out: &mut impl std::io::Write, rows: &[&Row]) -> std::io::Result<()> {
     let find = |limiter: &str, algorithm: &str, threads: usize| {
-        rows.iter()
-            .find(|row| {
-                row.limiter == limiter && row.algorithm == algorithm && row.threads == threads
-            })
-            .map(|row| row.aggregate_ns_per_op())
+        algorithm_aggregate_ns_per_op(rows, limiter, algorithm, threads)
     };
     for threads in distinct_thread_counts(rows) {
         let (Some(nanolimit), Some(tower_governor), Some(floor)) = (
@@ -536,11 +544,7 @@ fn print_composite_versus_one_check(
     rows: &[&Row],
 ) -> std::io::Result<()> {
     let find = |algorithm: &str, threads: usize| {
-        rows.iter()
-            .find(|row| {
-                row.limiter == "nanolimit" && row.algorithm == algorithm && row.threads == threads
-            })
-            .map(|row| row.aggregate_ns_per_op())
+        algorithm_aggregate_ns_per_op(rows, "nanolimit", algorithm, threads)
     };
     for threads in distinct_thread_counts(rows) {
         let Some(one) = find("gcra", threads) else {

@@ -155,6 +155,8 @@ where
         let hash = self.hasher.hash_one(ip);
         let index = ((hash as u128 * self.lines.len() as u128) >> 64) as usize;
         let word = &self.lines[index].0;
+        // ORDERING: Relaxed load and AcqRel swap, as a limiter's check orders its state word;
+        // the floor publishes nothing through the line, but prices the same instructions.
         let current = word.load(Ordering::Relaxed);
         if word
             .compare_exchange(current, now_ns, Ordering::AcqRel, Ordering::Relaxed)
