@@ -179,7 +179,7 @@ if [ ${#http_runners[@]} -ne 0 ]; then
     done
     # The layers' overhead over the service alone, and nanolimit's as a share of tower_governor's.
     # check_floor's is the least a keyed layer must add (its share of tower_governor's bounds
-    # what any layer's ratio can reach).
+    # what a layer reading the same clock can reach).
     awk '$1 == "http/floor" { floor = $2 } $1 == "http/nanolimit" { nanolimit = $2 }
         $1 == "http/tower_governor" { governor = $2 } $1 == "http/check_floor" { check = $2 }
         END {

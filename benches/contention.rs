@@ -99,15 +99,15 @@
 //! headers on allowed responses, its governor `DashMap` store), `floor no-layer` (the inner
 //! service alone) and `floor peer-ip-check` (the least a keyed layer must add: the client's
 //! address from the extensions, one `QuantaClock` reading, the IP's ahash and one
-//! compare-and-swap on a line of an array as large as nanolimit's table; no limiter). Each call builds an empty `http::Request<axum::body::Body>` carrying its
-//! client's address as axum's `ConnectInfo<SocketAddr>` (where both layers' extractors read
-//! it), calls `ready()` and `call()` on the thread's clone of the service, polls each future
-//! once with a no-op waker (the inner `service_fn` answers `200 OK` at once: a pending future
-//! panics), and counts a `200` as allowed. Under the table a line gives the layers' overhead
-//! over the floor (row − floor, aggregate ns per call) and nanolimit's overhead over
-//! tower_governor's, the target being at most 0.5, and a second line `peer-ip-check`'s
-//! overhead and its share of tower_governor's: the lowest ratio a layer on the same clock could
-//! reach.
+//! compare-and-swap on a line of an array as large as nanolimit's table; no limiter). Each
+//! call builds an empty `http::Request<axum::body::Body>` carrying its client's address as
+//! axum's `ConnectInfo<SocketAddr>` (where both layers' extractors read it), calls `ready()`
+//! and `call()` on the thread's clone of the service, polls each future once with a no-op
+//! waker (the inner `service_fn` answers `200 OK` at once: a pending future panics), and
+//! counts a `200` as allowed. Under the table a line gives the layers' overhead over the floor
+//! (row − floor, aggregate ns per call) and nanolimit's overhead over tower_governor's, the
+//! issue's target being at most 0.5, and a second line `peer-ip-check`'s overhead and its share
+//! of tower_governor's: the lowest ratio a layer on the same clock could reach.
 //!
 //! inflight has its own rows too (`benches/contention/inflight.rs`): `nanolimit in-flight`
 //! (`nanolimit::inflight::InFlightLimiter::new(1024)`: `try_acquire()`, then the `Permit`
@@ -142,9 +142,10 @@
 //! floors instead, measured in the scenario at each of its thread counts: `no-layer` (limiter
 //! `floor`), the same requests sent to the inner service with no layer, what the request, the
 //! call and the response cost without a limit, and `peer-ip-check` (limiter `floor`), the
-//! same with the least a keyed layer must add. Their CSV rows appear under http-layer only; the hardware
-//! floors are repeated under it as under every scenario. inflight likewise has its own floor,
-//! `fetch-add-pair` (limiter `floor`), measured in the scenario at each of its thread counts.
+//! same with the least a keyed layer must add. Their CSV rows appear under http-layer only;
+//! the hardware floors are repeated under it as under every scenario. inflight likewise has its
+//! own floor, `fetch-add-pair` (limiter `floor`), measured in the scenario at each of its
+//! thread counts.
 //!
 //! ## Quotas
 //!
@@ -427,7 +428,7 @@ impl Scenario {
                 keys::PACKET_FLOWS
             ),
             Scenario::HttpLayer => format!(
-                "one request per call through a tower service in process (ready, call, one poll), {} client IPs, each thread in its own random order; per-IP quota {}/s, burst {} (every request passes); floor = the service with no layer",
+                "one request per call through a tower service in process (ready, call, one poll), {} client IPs, each thread in its own random order; per-IP quota {}/s, burst {} (every request passes); floor = the service with no layer; floor peer-ip-check = the least a keyed layer adds to it",
                 keys::HTTP_CLIENTS,
                 HTTP_LAYER_QUOTA.count,
                 HTTP_LAYER_QUOTA.burst,

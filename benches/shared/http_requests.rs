@@ -93,20 +93,26 @@ where
 /// http-layer's second floor (`peer-ip-check`): the least a keyed layer must do per request
 /// beside the inner call, with no limiter. It reads the client's `ConnectInfo` from the
 /// request's extensions (as both layers do), reads nanolimit's clock, hashes the IP with ahash
-/// (as nanolimit's hashed table does), and swaps one word, the reading, into the 64-byte line
-/// the hash picks in an array as large as nanolimit's table for `capacity`: one clock read, one
-/// hash, one compare-and-swap on a line of a table the size of the real one. A failed swap
-/// answers `429` at once, so the future has the two shapes a limiting layer's has. No probe,
-/// no identity check, no rate arithmetic, no headers, no counts.
+/// (as nanolimit's hashed table hashes an `IpAddr` key), and swaps the reading into the 64-byte
+/// line the hash picks in an array as large as nanolimit's table for `capacity`: one clock
+/// read, one hash, one compare-and-swap on a line of a table the size of the real one. A
+/// request with no peer address, or a lost swap, is answered `429` out of line, as nanolimit's
+/// layer answers its rejections, so the future has the two shapes a limiting layer's has. No
+/// probe, no identity check, no rate arithmetic, no headers, no counts.
 #[derive(Clone)]
 pub struct PeerIpCheckFloor<S> {
+    /// The service every passing request goes to.
     inner: S,
+    /// The clock nanolimit's limiters read by default.
     clock: nanolimit::QuantaClock,
+    /// The hasher a hashed nanolimit table keys with.
     hasher: ahash::RandomState,
+    /// The table-sized array, one word per line.
     lines: Arc<[Line]>,
 }
 
-/// One 64-byte cache line holding one word.
+/// One 64-byte cache line holding one word (`CachePadded` pads to 128 bytes on x86-64, which
+/// would double the array).
 #[repr(align(64))]
 pub struct Line(std::sync::atomic::AtomicU64);
 
@@ -127,6 +133,15 @@ impl<S> PeerIpCheckFloor<S> {
                 .collect(),
         }
     }
+
+    /// The answer to a request the floor does not pass: `429`, built out of line.
+    #[cold]
+    #[inline(never)]
+    fn reject<F>() -> PeerIpCheckFuture<F> {
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
+        PeerIpCheckFuture::Rejected(Some(response))
+    }
 }
 
 impl<S> Service<Request<Body>> for PeerIpCheckFloor<S>
@@ -136,7 +151,7 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = FloorFuture<S::Future>;
+    type Future = PeerIpCheckFuture<S::Future>;
 
     #[inline]
     fn poll_ready(&mut self, context: &mut TaskContext<'_>) -> Poll<Result<(), S::Error>> {
@@ -147,37 +162,38 @@ where
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         use nanolimit::Clock;
         use std::sync::atomic::Ordering;
-        let ip = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(address)| address.ip());
+        let Some(ConnectInfo(address)) = request.extensions().get::<ConnectInfo<SocketAddr>>()
+        else {
+            return Self::reject();
+        };
         let now_ns = self.clock.now().as_ns();
-        let hash = self.hasher.hash_one(ip);
+        let hash = self.hasher.hash_one(address.ip());
         let index = ((hash as u128 * self.lines.len() as u128) >> 64) as usize;
         let word = &self.lines[index].0;
-        // ORDERING: Relaxed load and AcqRel swap, as a limiter's check orders its state word;
-        // the floor publishes nothing through the line, but prices the same instructions.
-        let current = word.load(Ordering::Relaxed);
+        // ORDERING: the orderings of nanolimit's check (an Acquire load of the state word, then
+        // a weak AcqRel / Acquire compare-and-swap), so that the floor prices the same
+        // instructions on every target; nothing is published through the line.
+        let current = word.load(Ordering::Acquire);
         if word
-            .compare_exchange(current, now_ns, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange_weak(current, now_ns, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
-            FloorFuture::Passed(self.inner.call(request))
+            PeerIpCheckFuture::Passed(self.inner.call(request))
         } else {
-            let mut response = Response::new(Body::empty());
-            *response.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
-            FloorFuture::Rejected(Some(response))
+            Self::reject()
         }
     }
 }
 
 /// [`PeerIpCheckFloor`]'s future: the inner service's, or a rejection ready at once.
-pub enum FloorFuture<F> {
+pub enum PeerIpCheckFuture<F> {
+    /// The request passed: the inner service's future.
     Passed(F),
+    /// The `429` answer, taken by the first poll.
     Rejected(Option<Response<Body>>),
 }
 
-impl<F, E> Future for FloorFuture<F>
+impl<F, E> Future for PeerIpCheckFuture<F>
 where
     F: Future<Output = Result<Response<Body>, E>> + Unpin,
 {
@@ -189,8 +205,8 @@ where
         context: &mut TaskContext<'_>,
     ) -> Poll<Self::Output> {
         match &mut *self {
-            FloorFuture::Passed(future) => std::pin::Pin::new(future).poll(context),
-            FloorFuture::Rejected(response) => {
+            PeerIpCheckFuture::Passed(future) => std::pin::Pin::new(future).poll(context),
+            PeerIpCheckFuture::Rejected(response) => {
                 Poll::Ready(Ok(response.take().expect("polled after completion")))
             }
         }
