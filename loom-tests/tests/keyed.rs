@@ -206,6 +206,32 @@ fn hashed_keys_concurrent_inserts_make_one_entry() {
     two_inserts_of_one_key_make_one_entry::<Hashed>("keyed (hashed): two inserts of one new key");
 }
 
+/// Two threads insert two different new keys into one shard at once: both are admitted, and
+/// the shard counts both inserts. Its insert counts are a load and a store, not a
+/// read-modify-write (`Table::count`), exact only because every insert counts while holding
+/// the shard's insert lock.
+#[test]
+fn hashed_keys_inserts_of_two_new_keys_count_both() {
+    explore(
+        "keyed (hashed): inserts of two new keys",
+        TWO_THREAD_PREEMPTION_BOUND,
+        || {
+            let table = Arc::new(gcra_table::<Hashed>());
+            let outcomes = run_concurrently(
+                MODEL_THREAD,
+                &table,
+                vec![vec![check(7, 0)], vec![check(8, 0)]],
+                perform_keyed,
+            );
+            assert!(
+                outcomes.iter().flatten().all(Decision::is_allowed),
+                "two fresh keys: {outcomes:?}"
+            );
+            assert_eq!(table.stats(), stats(2, 0, 0), "two entries, both counted");
+        },
+    );
+}
+
 /// Fills the 8 slots with keys 100..108, each having used one unit at time 0 (fresh again at 1 s).
 fn fill<M: KeyMode<u64>>(table: &Table<M>) {
     for key in 100..108 {

@@ -457,6 +457,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         now: Q::Instant,
     ) -> SlowDecision<Q> {
         let shard = placement.shard;
+        self.table.start_fetching_candidates(placement);
         let _guard = self.table.lock(shard);
         // A new key is judged no earlier than the shard's floor (module docs, "Keys that come
         // back"); a key found here after all is judged at its own reading, as any present key.

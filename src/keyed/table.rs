@@ -277,6 +277,31 @@ impl<S: SlotOps> Table<S> {
         let _ = slots;
     }
 
+    /// Starts fetching the last line of each of a new key's candidate buckets (the lookup
+    /// that missed the key fetched their hint words and first lines), before the insert path
+    /// takes the shard's insert lock: the survey under the lock reads every slot of both
+    /// buckets, and misses served while the lock is held make every other inserter of the
+    /// shard wait for them (`docs/performance.md`, "0.4: a new key's insert, shorter under its
+    /// lock"). A hint to the processor, not a step of the protocol, as
+    /// [`start_fetching`](Self::start_fetching).
+    #[inline(always)]
+    pub(super) fn start_fetching_candidates(&self, placement: Placement) {
+        #[cfg(not(nanolimit_loom))]
+        {
+            let buckets = &self.shards[placement.shard].read.buckets;
+            // In a shard of one bucket the second bucket is the first: fetched twice, harmlessly.
+            for bucket in [placement.first_bucket, placement.second_bucket()] {
+                // ORDERING: Relaxed, and the value unused: no other access is ordered by this
+                // load.
+                let _ = buckets[bucket].slots[SLOTS_PER_BUCKET - 1]
+                    .state()
+                    .load(Ordering::Relaxed);
+            }
+        }
+        #[cfg(nanolimit_loom)]
+        let _ = placement;
+    }
+
     /// `slot` and its observed state, if it holds a live entry for `identity`.
     #[inline]
     fn holding<'slot>(slot: &'slot S, identity: &S::Identity) -> Option<(&'slot S, u64)> {
@@ -395,7 +420,7 @@ impl<S: SlotOps> Table<S> {
         }
     }
 
-    /// Counts `event` in `shard`.
+    /// Counts `event` in `shard`. Under the shard's insert lock.
     pub(super) fn count(&self, shard: usize, event: TableEvent) {
         let writer = &self.shards[shard].writer;
         let counter = match event {
@@ -405,8 +430,12 @@ impl<S: SlotOps> Table<S> {
             TableEvent::UntrackedNewKey => &writer.untracked_new_keys,
             TableEvent::Eviction => &writer.evictions,
         };
-        // ORDERING: Relaxed; a statistic, read with Relaxed loads, publishing nothing.
-        counter.fetch_add(1, Ordering::Relaxed);
+        // ORDERING: Relaxed load and store, not a read-modify-write: every writer of these
+        // counts holds the shard's insert lock, whose acquire and release order the writes, so
+        // the load reads the latest count. Readers load with Relaxed (`stats`), or, for
+        // `reassignments`, after an Acquire load of a state published after the count.
+        let count = counter.load(Ordering::Relaxed);
+        counter.store(count.wrapping_add(1), Ordering::Relaxed);
     }
 
     /// How many times an entry of `shard` has left its key: reclaims, evictions and removals.
