@@ -304,7 +304,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
     ) -> LogOutcome<'log> {
         let shard = placement.shard;
         let quota = self.quota.quota;
-        let _guard = self.table.lock(shard);
+        let lock = self.table.lock(shard);
         // A key whose entry was reclaimed and that comes back with a reading behind that
         // reclaim is judged no earlier than when its old units had all left the window: else
         // a timestamp taken before a preemption could get it more than the limit in a window.
@@ -339,7 +339,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                         match judged {
                             None => continue,
                             Some(snapshot) if !snapshot.view.fits => {
-                                self.table.count(shard, TableEvent::RefusedNewKey);
+                                self.table.count(&lock, TableEvent::RefusedNewKey);
                                 return LogOutcome::Refused {
                                     retry_after_ns: Some(snapshot.view.retry_after_ns),
                                     judged_ns: snapshot.view.now_ns,
@@ -350,7 +350,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                     }
                     Err(full) => {
                         self.table.count(
-                            shard,
+                            &lock,
                             match self.when_full {
                                 WhenFull::Allow => TableEvent::UntrackedNewKey,
                                 _ => TableEvent::RefusedNewKey,
@@ -386,9 +386,9 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                     }
                 }
             }
-            self.table.count(shard, TableEvent::Insert);
+            self.table.count(&lock, TableEvent::Insert);
             if let Some(event) = event {
-                self.table.count(shard, event);
+                self.table.count(&lock, event);
             }
             // The new key's first check, made before its identity is published: no other
             // check of it can come first, with a reading behind the floor. It fits (an empty

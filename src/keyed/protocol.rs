@@ -413,7 +413,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         identity: &<M::Slot as SlotOps>::Identity,
     ) -> bool {
         let placement = self.table.place(hash);
-        let _guard = self.table.lock(placement.shard);
+        let _lock = self.table.lock(placement.shard);
         let Some(at) = self.table.find_locked(placement, identity) else {
             return false;
         };
@@ -458,7 +458,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     ) -> SlowDecision<Q> {
         let shard = placement.shard;
         self.table.start_fetching_candidates(placement);
-        let _guard = self.table.lock(shard);
+        let lock = self.table.lock(shard);
         // A new key is judged no earlier than the shard's floor (module docs, "Keys that come
         // back"); a key found here after all is judged at its own reading, as any present key.
         let reading = now;
@@ -480,7 +480,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                 Ok(candidate) => candidate,
                 Err(Full { soonest_fresh, .. }) => {
                     return if self.when_full == WhenFull::Allow {
-                        self.table.count(shard, TableEvent::UntrackedNewKey);
+                        self.table.count(&lock, TableEvent::UntrackedNewKey);
                         // A fresh state admits any cost up to the limit: never `Deny`.
                         let state = match quota.step(Q::FRESH, now, cost) {
                             Step::Allow(state) => state,
@@ -489,7 +489,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                         let judging = self.lead.judging(quota);
                         SlowDecision::NewKeyAllowed(Decision::untracked(cost, state, now, judging))
                     } else {
-                        self.table.count(shard, TableEvent::RefusedNewKey);
+                        self.table.count(&lock, TableEvent::RefusedNewKey);
                         let judging = self.lead.judging(quota);
                         let refusal = Refusal::UntilFresh(soonest_fresh);
                         SlowDecision::NewKeyRefused(Decision::refused(cost, refusal, now, judging))
@@ -522,7 +522,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             let Step::Allow(first_state) = operation.step(quota, inherited, now, cost) else {
                 // Only an inherited (evicted) state can deny: then nothing is evicted, and the
                 // new key is refused, until that state would admit it.
-                self.table.count(shard, TableEvent::RefusedNewKey);
+                self.table.count(&lock, TableEvent::RefusedNewKey);
                 let judging = self.lead.judging(quota);
                 let refusal = Refusal::UntilAdmitted(inherited);
                 return SlowDecision::NewKeyRefused(Decision::refused(cost, refusal, now, judging));
@@ -540,9 +540,9 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                 let inherited_fresh_since = quota.fresh_since_word(inherited, now);
                 self.table.raise_new_key_floor(shard, inherited_fresh_since);
             }
-            self.table.count(shard, TableEvent::Insert);
+            self.table.count(&lock, TableEvent::Insert);
             if let Some(event) = event {
-                self.table.count(shard, event);
+                self.table.count(&lock, event);
             }
             self.table.set_hint(placement, at);
             publish(slot, identity, first_state);

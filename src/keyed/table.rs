@@ -70,6 +70,13 @@ struct ShardWriter {
     new_key_floor: AtomicU64,
 }
 
+/// A shard's insert lock, held until dropped, and which shard's it is: what
+/// [`Table::count`] takes as proof that its caller is the shard's only writer of its counts.
+pub(super) struct InsertLock<'table> {
+    shard: usize,
+    _guard: MutexGuard<'table, ()>,
+}
+
 /// Where a slot is among a key's candidates: its bucket in the key's shard and its index in
 /// the bucket. Carried from the insert path's survey to the hint write, so that neither
 /// searches the buckets for the slot again.
@@ -278,10 +285,11 @@ impl<S: SlotOps> Table<S> {
     }
 
     /// Starts fetching the last line of each of a new key's candidate buckets (the lookup
-    /// that missed the key fetched their hint words and first lines), before the insert path
-    /// takes the shard's insert lock: the survey under the lock reads every slot of both
-    /// buckets, and misses served while the lock is held make every other inserter of the
-    /// shard wait for them (`docs/performance.md`, "0.4: a new key's insert, shorter under its
+    /// that missed the key fetched their hint words and first lines; with `Hashed` keys a
+    /// bucket is those two lines), before the insert path takes the shard's insert lock: in a
+    /// table with no vacant slot the survey under the lock reads every slot of both buckets,
+    /// and misses served while the lock is held make every other inserter of the shard wait
+    /// for them (`docs/performance.md`, "0.4: a new key's insert, shorter under its
     /// lock"). A hint to the processor, not a step of the protocol, as
     /// [`start_fetching`](Self::start_fetching).
     #[inline(always)]
@@ -387,14 +395,18 @@ impl<S: SlotOps> Table<S> {
     }
 
     /// Takes `shard`'s insert lock.
-    pub(super) fn lock(&self, shard: usize) -> MutexGuard<'_, ()> {
+    pub(super) fn lock(&self, shard: usize) -> InsertLock<'_> {
         // A poisoned lock only means another inserter panicked (which the table never does by
         // itself); the slots it guards are still consistent, since every slot write is atomic.
-        self.shards[shard]
+        let guard = self.shards[shard]
             .writer
             .insert_lock
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        InsertLock {
+            shard,
+            _guard: guard,
+        }
     }
 
     /// The time word no new key of `shard` is judged before (see `ShardWriter::new_key_floor`).
@@ -420,9 +432,10 @@ impl<S: SlotOps> Table<S> {
         }
     }
 
-    /// Counts `event` in `shard`. Under the shard's insert lock.
-    pub(super) fn count(&self, shard: usize, event: TableEvent) {
-        let writer = &self.shards[shard].writer;
+    /// Counts `event` in the shard whose insert lock `lock` holds: these counts are written
+    /// only by that lock's holders.
+    pub(super) fn count(&self, lock: &InsertLock<'_>, event: TableEvent) {
+        let writer = &self.shards[lock.shard].writer;
         let counter = match event {
             TableEvent::Insert => &writer.inserts,
             TableEvent::Reclaim => &writer.reclaims,
