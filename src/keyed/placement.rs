@@ -62,7 +62,7 @@ impl Placement {
 
     /// The candidate buckets, in probe order, without repeats.
     #[inline]
-    pub(super) fn buckets(self) -> impl Iterator<Item = usize> {
+    pub(super) fn buckets(self) -> impl Iterator<Item = usize> + Clone {
         let second = (self.other_buckets != 0).then(|| self.second_bucket());
         core::iter::once(self.first_bucket).chain(second)
     }

@@ -7,7 +7,7 @@ use super::hints::HintMatches;
 use super::key_mode::KeyMode;
 use super::placement::Placement;
 use super::slot::{SlotOps, RESERVED, VACANT};
-use super::table::SlotPosition;
+use super::table::{SlotPosition, SLOTS_PER_BUCKET};
 use super::{KeyedLimiter, WhenFull};
 use crate::clock::Clock;
 use crate::counters::Counting;
@@ -86,11 +86,14 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         // writer holds, a slot's hint byte is the key's hint if it holds that key's entry, and
         // 0 if it is vacant or holds a removed key's entry. (A lock-free peek names no identity
         // and reads every slot's state, below.)
+        // The shard and the candidate buckets, resolved once for both passes.
+        let shard = self.table.shard(placement);
+        let buckets = placement.buckets();
         let mut vacant: Option<(SlotPosition, usize)> = None;
         let mut removed: Option<(&M::Slot, SlotPosition, u64)> = None;
-        for bucket in placement.buckets() {
-            let slots = self.table.bucket(placement, bucket);
-            let hint_word = self.table.hint_word(placement, bucket);
+        for bucket in buckets.clone() {
+            let slots = shard.bucket(bucket);
+            let hint_word = shard.hint_word(bucket);
             if let Some(identity) = identity {
                 for index in HintMatches::of(hint_word, placement.hint) {
                     let slot = &slots[index];
@@ -147,52 +150,62 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             return Ok(Candidate::Removed { slot, at, state });
         }
         if let Some((at, _)) = vacant {
-            let slot = &self.table.bucket(placement, at.bucket)[at.index];
+            let slot = &shard.bucket(at.bucket)[at.index];
             return Ok(Candidate::Vacant { slot, at });
         }
         // Second pass, once every slot is taken: the first entry equivalent to fresh of the
         // bucket with the most of them, and the live entry soonest fresh. (Under the insert lock
         // no slot changes hands between the passes; a lock-free peek judges what it reads.)
-        let mut reclaimable: Option<(&M::Slot, SlotPosition, u64, usize)> = None;
-        // The live entry soonest fresh: slot, position, state, freshness rank.
-        let mut closest: Option<(&M::Slot, SlotPosition, u64, u64)> = None;
-        for bucket in placement.buckets() {
-            let mut first_reclaimable = None;
+        // The running choices are positions and words, not references in options, so that the
+        // loop keeps them in registers; the slot is looked up once, at the end.
+        let mut reclaimable: Option<(SlotPosition, u64)> = None;
+        let mut reclaimable_most = 0;
+        // The live entry soonest fresh: position, state, freshness rank.
+        let mut closest: Option<(SlotPosition, u64, u64)> = None;
+        for bucket in buckets {
+            let mut first_reclaimable = (0, 0);
             let mut reclaimable_count = 0;
-            for (index, slot) in self.table.bucket(placement, bucket).iter().enumerate() {
+            for (index, slot) in shard.bucket(bucket).iter().enumerate() {
                 // ORDERING: Acquire, as the lock-free lookup's load; these states are only
                 // judged here, and claimed by a CAS that fails if they changed.
                 let state = slot.state().load(Ordering::Acquire);
                 match rank(slot, state) {
                     None => {
-                        first_reclaimable = first_reclaimable.or(Some((slot, index, state)));
+                        if reclaimable_count == 0 {
+                            first_reclaimable = (index, state);
+                        }
                         reclaimable_count += 1;
                     }
                     Some(rank) => {
-                        if closest.is_none_or(|(_, _, _, soonest)| rank < soonest) {
-                            let at = SlotPosition { bucket, index };
-                            closest = Some((slot, at, state, rank));
+                        if closest.is_none_or(|(_, _, soonest)| rank < soonest) {
+                            closest = Some((SlotPosition { bucket, index }, state, rank));
                         }
                     }
                 }
             }
-            if let Some((slot, index, state)) = first_reclaimable {
-                if reclaimable.is_none_or(|(_, _, _, most)| reclaimable_count > most) {
-                    let at = SlotPosition { bucket, index };
-                    reclaimable = Some((slot, at, state, reclaimable_count));
+            if reclaimable_count > reclaimable_most {
+                reclaimable_most = reclaimable_count;
+                let (index, state) = first_reclaimable;
+                reclaimable = Some((SlotPosition { bucket, index }, state));
+                // No other bucket can have more: the choice is made, and the other bucket's
+                // lines need not be read under the lock.
+                if reclaimable_count == SLOTS_PER_BUCKET {
+                    break;
                 }
             }
         }
-        if let Some((slot, at, state, _)) = reclaimable {
+        if let Some((at, state)) = reclaimable {
+            let slot = &shard.bucket(at.bucket)[at.index];
             return Ok(Candidate::Reclaimable { slot, at, state });
         }
         match closest {
-            Some((slot, at, state, _)) if self.when_full == WhenFull::EvictClosestToFresh => {
+            Some((at, state, _)) if self.when_full == WhenFull::EvictClosestToFresh => {
+                let slot = &shard.bucket(at.bucket)[at.index];
                 Ok(Candidate::Evictable { slot, at, state })
             }
             closest => Err(Full {
-                soonest_fresh: closest.map(|(_, _, state, _)| state),
-                soonest_rank: closest.map(|(_, _, _, rank)| rank),
+                soonest_fresh: closest.map(|(_, state, _)| state),
+                soonest_rank: closest.map(|(_, _, rank)| rank),
             }),
         }
     }

@@ -35,11 +35,28 @@ pub(super) struct Bucket<S> {
 /// packed two to a cache line, these headers made random lookups over a 65,536-key table about
 /// 1 ns slower (`docs/performance.md`).
 #[derive(Debug)]
-struct Shard<S> {
+pub(super) struct Shard<S> {
     buckets: Box<[Bucket<S>]>,
     /// One word of one-byte hints per bucket ([`hints`]). Written under the
     /// insert lock before the slot is published.
     hints: Box<[AtomicU64]>,
+}
+
+impl<S> Shard<S> {
+    /// The slots of `bucket`.
+    #[inline]
+    pub(super) fn bucket(&self, bucket: usize) -> &[S; SLOTS_PER_BUCKET] {
+        &self.buckets[bucket].slots
+    }
+
+    /// The hint word of `bucket`: exact under the shard's insert lock, which every hint writer
+    /// holds; without it, a recent value (a filter only).
+    #[inline]
+    pub(super) fn hint_word(&self, bucket: usize) -> u64 {
+        // ORDERING: Relaxed; under the insert lock, the lock orders every write (see
+        // `write_hint`); a lock-free reader confirms every slot it uses by its state word.
+        self.hints[bucket].load(Ordering::Relaxed)
+    }
 }
 
 /// A shard's two parts, side by side on separate cache lines. (Kept in one allocation: with the
@@ -228,10 +245,11 @@ impl<S: SlotOps> Table<S> {
         Placement::of(hash, self.shard_mask, self.buckets_per_shard)
     }
 
-    /// The slots of `bucket` in `placement`'s shard.
+    /// `placement`'s shard: its buckets and hint words, resolved once by a survey that reads
+    /// several of them.
     #[inline]
-    pub(super) fn bucket(&self, placement: Placement, bucket: usize) -> &[S; SLOTS_PER_BUCKET] {
-        &self.shards[placement.shard].read.buckets[bucket].slots
+    pub(super) fn shard(&self, placement: Placement) -> &Shard<S> {
+        &self.shards[placement.shard].read
     }
 
     /// The number of `slot` (one of `shard`'s) among all the table's slots, `0..slot_count()`:
@@ -287,8 +305,9 @@ impl<S: SlotOps> Table<S> {
     /// Starts fetching the last line of each of a new key's candidate buckets (the lookup
     /// that missed the key fetched their hint words and first lines; with `Hashed` keys a
     /// bucket is those two lines), before the insert path takes the shard's insert lock: in a
-    /// table with no vacant slot the survey under the lock reads every slot of both buckets,
-    /// and misses served while the lock is held make every other inserter of the shard wait
+    /// table with no vacant slot the survey under the lock reads every slot of the first bucket,
+    /// and of the second unless every slot of the first is reclaimable, and misses served while
+    /// the lock is held make every other inserter of the shard wait
     /// for them (`docs/performance.md`, "0.4: a new key's insert, shorter under its
     /// lock"). A hint to the processor, not a step of the protocol, as
     /// [`start_fetching`](Self::start_fetching).
@@ -324,9 +343,7 @@ impl<S: SlotOps> Table<S> {
     /// which every hint writer holds; without it, a recent value (a filter only).
     #[inline]
     pub(super) fn hint_word(&self, placement: Placement, bucket: usize) -> u64 {
-        // ORDERING: Relaxed; under the insert lock, the lock orders every write (see
-        // `write_hint`); a lock-free reader confirms every slot it uses by its state word.
-        self.shards[placement.shard].read.hints[bucket].load(Ordering::Relaxed)
+        self.shard(placement).hint_word(bucket)
     }
 
     /// Records `placement`'s hint for the slot `at`, one of its candidates. Under the insert
