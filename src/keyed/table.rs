@@ -245,8 +245,8 @@ impl<S: SlotOps> Table<S> {
         Placement::of(hash, self.shard_mask, self.buckets_per_shard)
     }
 
-    /// `placement`'s shard: its buckets and hint words, resolved once by a survey that reads
-    /// several of them.
+    /// `placement`'s shard: its buckets and hint words (a survey, which reads several of them,
+    /// resolves it once).
     #[inline]
     pub(super) fn shard(&self, placement: Placement) -> &Shard<S> {
         &self.shards[placement.shard].read
@@ -315,7 +315,7 @@ impl<S: SlotOps> Table<S> {
     pub(super) fn start_fetching_candidates(&self, placement: Placement) {
         #[cfg(not(nanolimit_loom))]
         {
-            let buckets = &self.shards[placement.shard].read.buckets;
+            let buckets = &self.shard(placement).buckets;
             // In a shard of one bucket the second bucket is the first: fetched twice, harmlessly.
             for bucket in [placement.first_bucket, placement.second_bucket()] {
                 // ORDERING: Relaxed, and the value unused: no other access is ordered by this
@@ -355,7 +355,7 @@ impl<S: SlotOps> Table<S> {
     /// Writes `hint` as the hint byte of the slot `at` (one of `placement`'s candidates). Under
     /// the insert lock.
     fn write_hint(&self, placement: Placement, at: SlotPosition, hint: u8) {
-        let hints = &self.shards[placement.shard].read.hints[at.bucket];
+        let hints = &self.shard(placement).hints[at.bucket];
         // ORDERING: Relaxed load and store: only insert-lock holders write hints, and the lock
         // orders them; readers are published to by the slot's Release store (or, for a cleared
         // hint, by the removal count's Release increment, see `detach`).
@@ -380,7 +380,7 @@ impl<S: SlotOps> Table<S> {
         placement: Placement,
         identity: &S::Identity,
     ) -> Option<SlotPosition> {
-        let shard = &self.shards[placement.shard].read;
+        let shard = self.shard(placement);
         placement.buckets().find_map(|bucket| {
             let slots = &shard.buckets[bucket].slots;
             HintMatches::of(self.hint_word(placement, bucket), placement.hint)
