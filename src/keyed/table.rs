@@ -269,37 +269,34 @@ impl<S: SlotOps> Table<S> {
     /// whose hint matches (the lock-free lookup). A removed key's entry, whose hint is cleared,
     /// is not read (but by a lookup that reads a hint word from before the removal: see the
     /// protocol, "Removal").
+    ///
+    /// A bucket's first slot is read together with its hint word rather than after it. A key
+    /// goes to the first free slot of its emptier bucket, ties going to its first bucket, so in
+    /// a table below its capacity most checks find their key there. Its state and identity
+    /// then do not wait for the hint word (its address is not computed from the hint word), and
+    /// in a table larger than the caches its line and the hint's are fetched at once rather
+    /// than one after the other (`docs/performance.md`, "0.4: the first slot read beside its
+    /// hint"). The reads are those of the general path, in the same order for slot 0: hint
+    /// word, then state, then identity; when slot 0's hint does not match, its state was read
+    /// and is not used.
     #[inline]
     pub(super) fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
         let shard = &self.shards[placement.shard].read;
         placement.probe(|bucket| {
             let slots = &shard.buckets[bucket].slots;
-            Self::start_fetching(slots);
             // ORDERING: Relaxed; a hint only filters (see `hints`): a stale one sends the check
             // to the locked slow path, where the lock makes every hint word exact.
             let hint_word = shard.hints[bucket].load(Ordering::Relaxed);
+            // ORDERING: Acquire, as in `holding`, which this is for slot 0.
+            let first_state = slots[0].state().load(Ordering::Acquire);
+            if hint_word as u8 == placement.hint {
+                if let Some(found) = Self::holding_observed(&slots[0], first_state, identity) {
+                    return Some(found);
+                }
+            }
             HintMatches::of(hint_word, placement.hint)
                 .find_map(|index| Self::holding(&slots[index], identity))
         })
-    }
-
-    /// Starts fetching the first cache line of a probed bucket's slots (its first four one-word
-    /// slots) while the lookup waits for the bucket's hint word, which lives in another line. A
-    /// key goes to the first free slot of its emptier bucket, so in a table below its capacity
-    /// it usually sits in one of those first slots, and the slot read that follows the hint
-    /// finds its line already on the way rather than starting a second miss after the first
-    /// (`docs/performance.md`, "0.4: the first line fetched beside the hint"). A hint to the
-    /// processor, not a step of the protocol: compiled out of the loom models, whose
-    /// interleavings it would only multiply.
-    #[inline(always)]
-    fn start_fetching(slots: &[S; SLOTS_PER_BUCKET]) {
-        #[cfg(not(nanolimit_loom))]
-        {
-            // ORDERING: Relaxed, and the value unused: no other access is ordered by this load.
-            let _ = slots[0].state().load(Ordering::Relaxed);
-        }
-        #[cfg(nanolimit_loom)]
-        let _ = slots;
     }
 
     /// Starts fetching the last line of each of a new key's candidate buckets (the lookup
@@ -309,8 +306,8 @@ impl<S: SlotOps> Table<S> {
     /// and of the second unless every slot of the first is reclaimable, and misses served while
     /// the lock is held make every other inserter of the shard wait
     /// for them (`docs/performance.md`, "0.4: a new key's insert, shorter under its
-    /// lock"). A hint to the processor, not a step of the protocol, as
-    /// [`start_fetching`](Self::start_fetching).
+    /// lock"). A hint to the processor, not a step of the protocol: compiled out of the loom
+    /// models, whose interleavings it would only multiply.
     #[inline(always)]
     pub(super) fn start_fetching_candidates(&self, placement: Placement) {
         #[cfg(not(nanolimit_loom))]
@@ -336,6 +333,18 @@ impl<S: SlotOps> Table<S> {
         // (`publish`) or a later CAS in its release sequence, so the identity words read next
         // are at least as new as this state.
         let state = slot.state().load(Ordering::Acquire);
+        Self::holding_observed(slot, state, identity)
+    }
+
+    /// `slot` and `state`, if `state` (read from `slot` by an Acquire load, as in
+    /// [`holding`](Self::holding)) is a live entry's and the identity read after it is
+    /// `identity`.
+    #[inline(always)]
+    fn holding_observed<'slot>(
+        slot: &'slot S,
+        state: u64,
+        identity: &S::Identity,
+    ) -> Option<(&'slot S, u64)> {
         (state < RESERVED && slot.holds(identity)).then_some((slot, state))
     }
 
