@@ -287,7 +287,8 @@ impl<S: SlotOps> Table<S> {
             // ORDERING: Relaxed; a hint only filters (see `hints`): a stale one sends the check
             // to the locked slow path, where the lock makes every hint word exact.
             let hint_word = shard.hints[bucket].load(Ordering::Relaxed);
-            // ORDERING: Acquire, as in `holding`, which this is for slot 0.
+            // ORDERING: Acquire, pairs with the Release store that published slot 0's identity
+            // or a later CAS in its release sequence, as `holding`'s load, which this is for slot 0.
             let first_state = slots[0].state().load(Ordering::Acquire);
             if hint_word as u8 == placement.hint {
                 if let Some(found) = Self::holding_observed(&slots[0], first_state, identity) {
