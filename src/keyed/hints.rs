@@ -48,6 +48,12 @@ impl Iterator for HintMatches {
     }
 }
 
+/// Slot `slot`'s hint byte in `hint_word` (0: no key's).
+#[inline]
+pub(super) fn hint_at(hint_word: u64, slot: usize) -> u8 {
+    (hint_word >> (8 * slot)) as u8
+}
+
 /// `hint_word` with slot `slot`'s hint byte replaced by `hint`.
 #[inline]
 pub(super) fn with_hint(hint_word: u64, slot: usize, hint: u8) -> u64 {
@@ -90,5 +96,19 @@ mod tests {
         let word = 0x8877_6655_4433_2211u64;
         assert_eq!(with_hint(word, 0, 0xaa), 0x8877_6655_4433_22aa);
         assert_eq!(with_hint(word, 7, 0xaa), 0xaa77_6655_4433_2211);
+    }
+
+    #[test]
+    fn a_slot_s_hint_is_its_byte_and_reads_back_what_was_set() {
+        let word = 0x8877_6655_4433_2211u64;
+        assert_eq!(hint_at(word, 0), 0x11);
+        assert_eq!(hint_at(word, 7), 0x88);
+        for slot in 0..8 {
+            let set = with_hint(word, slot, 0xaa);
+            assert_eq!(hint_at(set, slot), 0xaa);
+            for other in (0..8).filter(|&other| other != slot) {
+                assert_eq!(hint_at(set, other), hint_at(word, other));
+            }
+        }
     }
 }

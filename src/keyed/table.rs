@@ -290,7 +290,7 @@ impl<S: SlotOps> Table<S> {
             // ORDERING: Acquire, pairs with the Release store that published slot 0's identity
             // or a later CAS in its release sequence, as `holding`'s load, which this is for slot 0.
             let first_state = slots[0].state().load(Ordering::Acquire);
-            if hint_word as u8 == placement.hint {
+            if hints::hint_at(hint_word, 0) == placement.hint {
                 if let Some(found) = Self::holding_observed(&slots[0], first_state, identity) {
                     return Some(found);
                 }
@@ -378,7 +378,7 @@ impl<S: SlotOps> Table<S> {
     /// key's entry: its hint byte is cleared (a key's hint is never 0). Exact under the shard's
     /// insert lock, which every hint writer holds.
     pub(super) fn is_detached(&self, placement: Placement, at: SlotPosition) -> bool {
-        (self.hint_word(placement, at.bucket) >> (8 * at.index)) as u8 == 0
+        hints::hint_at(self.hint_word(placement, at.bucket), at.index) == 0
     }
 
     /// The slot holding a live entry for `identity`, read under the shard's insert lock, where
@@ -529,7 +529,7 @@ impl<S: SlotOps> Table<S> {
                     .iter()
                     .enumerate()
                     // A removed key's entry (its hint cleared) is no longer an entry.
-                    .filter(|&(index, _)| (hint_word >> (8 * index)) as u8 != 0)
+                    .filter(|&(index, _)| hints::hint_at(hint_word, index) != 0)
                     // ORDERING: Relaxed; as above.
                     .filter(|(_, slot)| slot.state().load(Ordering::Relaxed) != VACANT)
                     .count()
