@@ -147,7 +147,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
             let Some((slot, start)) = self.table.find(placement, &identity) else {
                 return self.log_insert(records, placement, &identity, cost, reading_ns);
             };
-            let log = self.log_of(records, placement.shard, slot);
+            let log = self.log_of(records, placement.shard(), slot);
             if let Some(outcome) = self.log_attempt(log, slot, start, cost, reading_ns) {
                 return outcome;
             }
@@ -194,7 +194,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
             log.snapshot_at(start, cost, reading_ns, quota.limit(), quota.window_ns())
         };
         while let Some((slot, start)) = self.table.find(placement, &identity) {
-            let log = self.log_of(records, placement.shard, slot);
+            let log = self.log_of(records, placement.shard(), slot);
             if let Some(snapshot) = judge(log, start) {
                 if slot.unchanged_since(start) {
                     return LogOutcome::Judged {
@@ -205,8 +205,8 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
             }
         }
         // A key the table does not hold: judged as its insert would judge it now.
-        let judging_ns = reading_ns.max(self.new_key_floor_ns(records, placement.shard));
-        let rank = self.log_rank(records, placement.shard, judging_ns);
+        let judging_ns = reading_ns.max(self.new_key_floor_ns(records, placement.shard()));
+        let rank = self.log_rank(records, placement.shard(), judging_ns);
         loop {
             let (slot, state) = match self.choose_slot_by(placement, None, &rank) {
                 Ok(Candidate::Evictable { slot, state, .. }) => (slot, state),
@@ -217,7 +217,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
                 }
                 Err(full) => return self.full_outcome(full, judging_ns),
             };
-            let log = self.log_of(records, placement.shard, slot);
+            let log = self.log_of(records, placement.shard(), slot);
             let judged = match state < RESERVED {
                 true => log.snapshot_at(state, cost, judging_ns, quota.limit(), quota.window_ns()),
                 false => None,
@@ -302,7 +302,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedLimiter<K, LogPositions, C, M> {
         cost: u64,
         reading_ns: u64,
     ) -> LogOutcome<'log> {
-        let shard = placement.shard;
+        let shard = placement.shard();
         let quota = self.quota.quota;
         let lock = self.table.lock(shard);
         // A key whose entry was reclaimed and that comes back with a reading behind that

@@ -76,14 +76,16 @@ pub enum TableError {
         shards: usize,
     },
     /// More shards than the table has buckets' worth of slots (a shard would hold less than a
-    /// bucket), or more than 2^24 (the one-byte lookup hints come from hash bits 24..32).
+    /// bucket), or more than 2^24 (a shard is named by the top bits of the 32 hash bits that
+    /// draw a key's bucket, and at least 8 are left to draw the bucket within the shard).
     TooManyShards {
         /// The shard count asked for.
         shards: usize,
         /// The most this capacity allows.
         max: usize,
     },
-    /// A capacity whose table would not fit in memory addressing.
+    /// A capacity whose table would not fit in memory addressing, or would have more than
+    /// 2^32 buckets (about 2.3 × 10^10 keys: placement draws a bucket from 32 hash bits).
     CapacityTooLarge {
         /// The capacity asked for.
         capacity: usize,

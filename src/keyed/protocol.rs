@@ -283,7 +283,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         now: Q::Instant,
     ) -> Decision<Q> {
         // Judged as the insert would be: no earlier than the shard's floor.
-        let now = quota.no_earlier_than(now, self.table.new_key_floor(placement.shard));
+        let now = quota.no_earlier_than(now, self.table.new_key_floor(placement.shard()));
         let inherited = match self.choose_slot(placement, None, now) {
             // Never without an identity to look for.
             Ok(Candidate::Holding { state, .. }) => state,
@@ -358,7 +358,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             words: M::Slot::identity_words(&identity),
             // Read before the booking's compare-and-swap: a reassignment of the key's slot
             // after the booking is counted after this read (see `Table::reassignments`).
-            reassignments: self.table.reassignments(self.table.place(hash).shard),
+            reassignments: self.table.reassignments(self.table.place(hash).shard()),
         };
         let decision = if cost == 0 {
             self.peek_decision(key, quota, 0, now)
@@ -379,7 +379,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         now: Q::Instant,
     ) {
         let identity = M::Slot::identity_from_words(key.words);
-        let shard = self.table.place(key.hash).shard;
+        let shard = self.table.place(key.hash).shard();
         let within_stay = UndoWithinStay {
             undo,
             table: &self.table,
@@ -413,7 +413,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         identity: &<M::Slot as SlotOps>::Identity,
     ) -> bool {
         let placement = self.table.place(hash);
-        let _lock = self.table.lock(placement.shard);
+        let _lock = self.table.lock(placement.shard());
         let Some(at) = self.table.find_locked(placement, identity) else {
             return false;
         };
@@ -456,7 +456,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         cost: u64,
         now: Q::Instant,
     ) -> SlowDecision<Q> {
-        let shard = placement.shard;
+        let shard = placement.shard();
         self.table.start_fetching_candidates(placement);
         let lock = self.table.lock(shard);
         // A new key is judged no earlier than the shard's floor (module docs, "Keys that come
@@ -509,13 +509,11 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
                 Candidate::Vacant { slot, at } => (slot, at, None, Q::FRESH, None),
                 Candidate::Removed { slot, at, state } => (slot, at, Some(state), Q::FRESH, None),
                 Candidate::Reclaimable { slot, at, state } => {
-                    let event =
-                        (!self.table.is_detached(placement, at)).then_some(TableEvent::Reclaim);
+                    let event = (!self.table.is_detached(at)).then_some(TableEvent::Reclaim);
                     (slot, at, Some(state), state, event)
                 }
                 Candidate::Evictable { slot, at, state } => {
-                    let event =
-                        (!self.table.is_detached(placement, at)).then_some(TableEvent::Eviction);
+                    let event = (!self.table.is_detached(at)).then_some(TableEvent::Eviction);
                     (slot, at, Some(state), state, event)
                 }
             };

@@ -45,9 +45,10 @@ pub trait SlotOps: Send + Sync + Sized {
 /// A slot with `WORDS` identity words: one for [`Hashed`](super::Hashed) keys (16 bytes), two
 /// for [`Exact`](super::Exact) keys (24 bytes).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Slot<const WORDS: usize> {
-    identity: [AtomicU64; WORDS],
     state: AtomicU64,
+    identity: [AtomicU64; WORDS],
 }
 
 impl<const WORDS: usize> SlotOps for Slot<WORDS> {

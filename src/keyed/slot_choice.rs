@@ -86,14 +86,14 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         // writer holds, a slot's hint byte is the key's hint if it holds that key's entry, and
         // 0 if it is vacant or holds a removed key's entry. (A lock-free peek names no identity
         // and reads every slot's state, below.)
-        // The shard and the candidate buckets, resolved once for both passes.
-        let shard = self.table.shard(placement);
+        // The candidate buckets, resolved once for both passes.
+        let table = &self.table;
         let buckets = placement.buckets();
         let mut vacant: Option<(SlotPosition, usize)> = None;
         let mut removed: Option<(&M::Slot, SlotPosition, u64)> = None;
         for bucket in buckets.clone() {
-            let slots = shard.bucket(bucket);
-            let hint_word = shard.hint_word(bucket);
+            let slots = table.bucket(bucket);
+            let hint_word = table.hint_word(bucket);
             if let Some(identity) = identity {
                 for index in HintMatches::of(hint_word, placement.hint) {
                     let slot = &slots[index];
@@ -150,7 +150,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             return Ok(Candidate::Removed { slot, at, state });
         }
         if let Some((at, _)) = vacant {
-            let slot = &shard.bucket(at.bucket)[at.index];
+            let slot = &table.bucket(at.bucket)[at.index];
             return Ok(Candidate::Vacant { slot, at });
         }
         // Second pass, once every slot is taken: the first entry equivalent to fresh of the
@@ -165,7 +165,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         for bucket in buckets {
             let mut first_reclaimable = (0, 0);
             let mut reclaimable_count = 0;
-            for (index, slot) in shard.bucket(bucket).iter().enumerate() {
+            for (index, slot) in table.bucket(bucket).iter().enumerate() {
                 // ORDERING: Acquire, as the lock-free lookup's load; these states are only
                 // judged here, and claimed by a CAS that fails if they changed.
                 let state = slot.state().load(Ordering::Acquire);
@@ -195,12 +195,12 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
             }
         }
         if let Some((at, state)) = reclaimable {
-            let slot = &shard.bucket(at.bucket)[at.index];
+            let slot = &table.bucket(at.bucket)[at.index];
             return Ok(Candidate::Reclaimable { slot, at, state });
         }
         match closest {
             Some((at, state, _)) if self.when_full == WhenFull::EvictClosestToFresh => {
-                let slot = &shard.bucket(at.bucket)[at.index];
+                let slot = &table.bucket(at.bucket)[at.index];
                 Ok(Candidate::Evictable { slot, at, state })
             }
             closest => Err(Full {

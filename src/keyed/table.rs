@@ -1,13 +1,15 @@
-//! The table: shards of 64-byte-aligned buckets of slots, allocated once, and the lookups over
-//! them. What a check or an insert does with a slot is the [protocol](super::protocol).
+//! The table: every shard's 64-byte-aligned buckets of slots in one array, their hint words
+//! in another, allocated once, and the lookups over them; per shard, on a cache line of its
+//! own, what inserts write (the insert lock and the event counters). What a check or an insert
+//! does with a slot is the [protocol](super::protocol).
 //!
-//! Each shard has two parts, side by side in one allocation but on separate (padded) cache
-//! lines: what every lookup reads first (where the buckets and hint words are), written only at
-//! construction, and what inserts write (the insert lock and the event counters). So a flood of
-//! new keys into a shard no longer invalidates the shard's header for lookups of its present
-//! keys. Inserts still write the slots and hint words they take, which share cache lines with
-//! neighbouring buckets' (eight buckets' hint words per line); `docs/performance.md` has the
-//! measured effect.
+//! Shard `s` owns buckets `s × buckets_per_shard ..` of the array, and a key's first bucket is
+//! drawn over the whole array ([`Placement`]), so a lookup goes from the hash to its bucket
+//! through the table's own fields: no per-shard header, no bounds check but the arrays'. A
+//! flood of new keys into a shard writes its writer part, which no lookup reads. Inserts still
+//! write the slots and hint words they take, which share cache lines with neighbouring
+//! buckets' (eight buckets' hint words per line); `docs/performance.md` has the measured
+//! effects.
 
 use super::hints::{self, HintMatches};
 use super::options::TableError;
@@ -17,11 +19,12 @@ use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
 
 /// Slots per bucket: with [`Hashed`](super::Hashed) keys a bucket is two 64-byte cache lines,
-/// each holding four (identity, state) pairs.
+/// each holding four (state, identity) pairs.
 pub(crate) const SLOTS_PER_BUCKET: usize = 8;
 
-/// The most shards a table may have: hints come from hash bits 24..32, which must not pick the
-/// shard too.
+/// The most shards a table may have: a shard is the top bits of the 32 that draw the first
+/// bucket (see [`Placement`]), and at least 8 of them must be left to draw the bucket within
+/// the shard.
 const MAX_SHARDS: usize = 1 << 24;
 
 /// One cache-line-aligned bucket of slots.
@@ -29,42 +32,6 @@ const MAX_SHARDS: usize = 1 << 24;
 #[repr(align(64))]
 pub(super) struct Bucket<S> {
     pub(super) slots: [S; SLOTS_PER_BUCKET],
-}
-
-/// What lookups read of a shard: never written after construction. Padded all the same:
-/// packed two to a cache line, these headers made random lookups over a 65,536-key table about
-/// 1 ns slower (`docs/performance.md`).
-#[derive(Debug)]
-pub(super) struct Shard<S> {
-    buckets: Box<[Bucket<S>]>,
-    /// One word of one-byte hints per bucket ([`hints`]). Written under the
-    /// insert lock before the slot is published.
-    hints: Box<[AtomicU64]>,
-}
-
-impl<S> Shard<S> {
-    /// The slots of `bucket`.
-    #[inline]
-    pub(super) fn bucket(&self, bucket: usize) -> &[S; SLOTS_PER_BUCKET] {
-        &self.buckets[bucket].slots
-    }
-
-    /// The hint word of `bucket`: exact under the shard's insert lock, which every hint writer
-    /// holds; without it, a recent value (a filter only).
-    #[inline]
-    pub(super) fn hint_word(&self, bucket: usize) -> u64 {
-        // ORDERING: Relaxed; under the insert lock, the lock orders every write (see
-        // `write_hint`); a lock-free reader confirms every slot it uses by its state word.
-        self.hints[bucket].load(Ordering::Relaxed)
-    }
-}
-
-/// A shard's two parts, side by side on separate cache lines. (Kept in one allocation: with the
-/// writer parts in an array of their own, inserts were about 6 ns slower.)
-#[derive(Debug)]
-struct ShardBlock<S> {
-    read: CachePadded<Shard<S>>,
-    writer: CachePadded<ShardWriter>,
 }
 
 /// What inserts write in a shard, on a cache line of its own.
@@ -160,8 +127,15 @@ pub struct KeyedStats {
 /// The table: shards of buckets of slots.
 #[derive(Debug)]
 pub(super) struct Table<S> {
-    shards: Box<[ShardBlock<S>]>,
-    shard_mask: u64,
+    /// Every shard's buckets, shard after shard.
+    buckets: Box<[Bucket<S>]>,
+    /// One word of one-byte hints per bucket ([`hints`]), written under the bucket's shard's
+    /// insert lock before the slot is published.
+    hints: Box<[AtomicU64]>,
+    /// Per shard, what inserts write.
+    writers: Box<[CachePadded<ShardWriter>]>,
+    /// 32 less the number of bits that pick the shard (see [`Placement`]).
+    shard_shift: u32,
     buckets_per_shard: u64,
 }
 
@@ -191,18 +165,22 @@ impl<S: SlotOps> Table<S> {
         }
         let slots_per_shard = slots.div_ceil(shards);
         let buckets_per_shard = slots_per_shard.div_ceil(SLOTS_PER_BUCKET).max(1);
-        // Placement maps a 32-bit half of the hash onto the buckets of a shard.
-        if buckets_per_shard > u32::MAX as usize {
-            return Err(too_large);
-        }
-        let total_bytes = buckets_per_shard
+        // Placement maps a 32-bit half of the hash onto the table's buckets.
+        let bucket_count = buckets_per_shard
+            .checked_mul(shards)
+            .filter(|&count| count <= u32::MAX as usize)
+            .ok_or(too_large)?;
+        let total_bytes = bucket_count
             .checked_mul(core::mem::size_of::<Bucket<S>>() + core::mem::size_of::<AtomicU64>())
-            .and_then(|per_shard| per_shard.checked_add(Self::SHARD_OVERHEAD_BYTES))
-            .and_then(|per_shard| per_shard.checked_mul(shards))
+            .and_then(|bytes| bytes.checked_add(shards * Self::SHARD_OVERHEAD_BYTES))
             .filter(|&bytes| bytes <= isize::MAX as usize)
             .ok_or(too_large)?;
         let allocation_failed = TableError::AllocationFailed { bytes: total_bytes };
-        let make_writer = || {
+        let buckets = try_boxed_slice(bucket_count, allocation_failed, || Bucket {
+            slots: core::array::from_fn(|_| S::vacant()),
+        })?;
+        let hints = try_boxed_slice(bucket_count, allocation_failed, || AtomicU64::new(0))?;
+        let writers = try_boxed_slice(shards, allocation_failed, || {
             CachePadded::new(ShardWriter {
                 insert_lock: Mutex::new(()),
                 inserts: AtomicU64::new(0),
@@ -213,56 +191,49 @@ impl<S: SlotOps> Table<S> {
                 removals: AtomicU64::new(0),
                 new_key_floor: AtomicU64::new(0),
             })
-        };
-        let mut shard_parts = Vec::new();
-        shard_parts
-            .try_reserve_exact(shards)
-            .map_err(|_| allocation_failed)?;
-        for _ in 0..shards {
-            let buckets = try_boxed_slice(buckets_per_shard, allocation_failed, || Bucket {
-                slots: core::array::from_fn(|_| S::vacant()),
-            })?;
-            let hints =
-                try_boxed_slice(buckets_per_shard, allocation_failed, || AtomicU64::new(0))?;
-            shard_parts.push(ShardBlock {
-                read: CachePadded::new(Shard { buckets, hints }),
-                writer: make_writer(),
-            });
-        }
+        })?;
         Ok(Table {
-            shards: shard_parts.into_boxed_slice(),
-            shard_mask: shards as u64 - 1,
+            buckets,
+            hints,
+            writers,
+            shard_shift: 32 - shards.ilog2(),
             buckets_per_shard: buckets_per_shard as u64,
         })
     }
 
     /// Bytes a shard costs beyond its buckets and hints.
-    const SHARD_OVERHEAD_BYTES: usize = core::mem::size_of::<CachePadded<Shard<S>>>()
-        + core::mem::size_of::<CachePadded<ShardWriter>>();
+    const SHARD_OVERHEAD_BYTES: usize = core::mem::size_of::<CachePadded<ShardWriter>>();
 
     #[inline]
     pub(super) fn place(&self, hash: u64) -> Placement {
-        Placement::of(hash, self.shard_mask, self.buckets_per_shard)
+        Placement::of(
+            hash,
+            self.buckets.len() as u64,
+            self.shard_shift,
+            self.buckets_per_shard,
+        )
     }
 
-    /// `placement`'s shard: its buckets and hint words (a survey, which reads several of them,
-    /// resolves it once).
+    /// The slots of `bucket` (a bucket of the table, as [`Placement`] names them).
     #[inline]
-    pub(super) fn shard(&self, placement: Placement) -> &Shard<S> {
-        &self.shards[placement.shard].read
+    pub(super) fn bucket(&self, bucket: usize) -> &[S; SLOTS_PER_BUCKET] {
+        &self.buckets[bucket].slots
     }
 
     /// The number of `slot` (one of `shard`'s) among all the table's slots, `0..slot_count()`:
     /// where side storage kept per slot (a keyed sliding log's records) finds its part.
     #[inline]
     pub(super) fn slot_number(&self, shard: usize, slot: &S) -> usize {
-        let buckets = &self.shards[shard].read.buckets;
-        let offset = core::ptr::from_ref(slot).addr() - buckets.as_ptr().addr();
+        let offset = core::ptr::from_ref(slot).addr() - self.buckets.as_ptr().addr();
         let bucket_bytes = core::mem::size_of::<Bucket<S>>();
-        let within_shard = offset / bucket_bytes * SLOTS_PER_BUCKET
+        let number = offset / bucket_bytes * SLOTS_PER_BUCKET
             + offset % bucket_bytes / core::mem::size_of::<S>();
-        debug_assert!(within_shard < buckets.len() * SLOTS_PER_BUCKET);
-        shard * self.buckets_per_shard as usize * SLOTS_PER_BUCKET + within_shard
+        debug_assert_eq!(
+            number / (self.buckets_per_shard as usize * SLOTS_PER_BUCKET),
+            shard,
+            "a slot of another shard"
+        );
+        number
     }
 
     /// The slot holding `identity` and the state observed in it, if any, reading only the slots
@@ -281,12 +252,11 @@ impl<S: SlotOps> Table<S> {
     /// and is not used.
     #[inline]
     pub(super) fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
-        let shard = &self.shards[placement.shard].read;
         placement.probe(|bucket| {
-            let slots = &shard.buckets[bucket].slots;
+            let slots = &self.buckets[bucket].slots;
             // ORDERING: Relaxed; a hint only filters (see `hints`): a stale one sends the check
             // to the locked slow path, where the lock makes every hint word exact.
-            let hint_word = shard.hints[bucket].load(Ordering::Relaxed);
+            let hint_word = self.hints[bucket].load(Ordering::Relaxed);
             // ORDERING: Acquire, pairs with the Release store that published slot 0's identity
             // or a later CAS in its release sequence, as `holding`'s load, which this is for slot 0.
             let first_state = slots[0].state().load(Ordering::Acquire);
@@ -313,7 +283,7 @@ impl<S: SlotOps> Table<S> {
     pub(super) fn start_fetching_candidates(&self, placement: Placement) {
         #[cfg(not(nanolimit_loom))]
         {
-            let buckets = &self.shard(placement).buckets;
+            let buckets = &self.buckets;
             // In a shard of one bucket the second bucket is the first: fetched twice, harmlessly.
             for bucket in [placement.first_bucket, placement.second_bucket()] {
                 // ORDERING: Relaxed, and the value unused: no other access is ordered by this
@@ -349,23 +319,24 @@ impl<S: SlotOps> Table<S> {
         (state < RESERVED && slot.holds(identity)).then_some((slot, state))
     }
 
-    /// The hint word of `bucket` in `placement`'s shard: exact under the shard's insert lock,
-    /// which every hint writer holds; without it, a recent value (a filter only).
+    /// The hint word of `bucket`: exact under its shard's insert lock, which every hint writer
+    /// holds; without it, a recent value (a filter only).
     #[inline]
-    pub(super) fn hint_word(&self, placement: Placement, bucket: usize) -> u64 {
-        self.shard(placement).hint_word(bucket)
+    pub(super) fn hint_word(&self, bucket: usize) -> u64 {
+        // ORDERING: Relaxed; under the insert lock, the lock orders every write (see
+        // `write_hint`); a lock-free reader confirms every slot it uses by its state word.
+        self.hints[bucket].load(Ordering::Relaxed)
     }
 
     /// Records `placement`'s hint for the slot `at`, one of its candidates. Under the insert
     /// lock, before the slot is published.
     pub(super) fn set_hint(&self, placement: Placement, at: SlotPosition) {
-        self.write_hint(placement, at, placement.hint);
+        self.write_hint(at, placement.hint);
     }
 
-    /// Writes `hint` as the hint byte of the slot `at` (one of `placement`'s candidates). Under
-    /// the insert lock.
-    fn write_hint(&self, placement: Placement, at: SlotPosition, hint: u8) {
-        let hints = &self.shard(placement).hints[at.bucket];
+    /// Writes `hint` as the hint byte of the slot `at`. Under its shard's insert lock.
+    fn write_hint(&self, at: SlotPosition, hint: u8) {
+        let hints = &self.hints[at.bucket];
         // ORDERING: Relaxed load and store: only insert-lock holders write hints, and the lock
         // orders them; readers are published to by the slot's Release store (or, for a cleared
         // hint, by the removal count's Release increment, see `detach`).
@@ -374,11 +345,11 @@ impl<S: SlotOps> Table<S> {
         hints.store(hints::with_hint(word, at.index, hint), Ordering::Relaxed);
     }
 
-    /// Whether the slot `at` (one of `placement`'s candidates, not vacant) holds a removed
+    /// Whether the slot `at` (a key's candidate, not vacant) holds a removed
     /// key's entry: its hint byte is cleared (a key's hint is never 0). Exact under the shard's
     /// insert lock, which every hint writer holds.
-    pub(super) fn is_detached(&self, placement: Placement, at: SlotPosition) -> bool {
-        hints::hint_at(self.hint_word(placement, at.bucket), at.index) == 0
+    pub(super) fn is_detached(&self, at: SlotPosition) -> bool {
+        hints::hint_at(self.hint_word(at.bucket), at.index) == 0
     }
 
     /// The slot holding a live entry for `identity`, read under the shard's insert lock, where
@@ -390,10 +361,9 @@ impl<S: SlotOps> Table<S> {
         placement: Placement,
         identity: &S::Identity,
     ) -> Option<SlotPosition> {
-        let shard = self.shard(placement);
         placement.buckets().find_map(|bucket| {
-            let slots = &shard.buckets[bucket].slots;
-            HintMatches::of(self.hint_word(placement, bucket), placement.hint)
+            let slots = self.bucket(bucket);
+            HintMatches::of(self.hint_word(bucket), placement.hint)
                 .find(|&index| {
                     // ORDERING: Relaxed: under the insert lock, which orders every write of a
                     // slot's identity, and of its word from a marker to a key's state.
@@ -410,13 +380,12 @@ impl<S: SlotOps> Table<S> {
     /// key's; then counts the removal. The state word and the identity are left as they are.
     /// Under the shard's insert lock.
     pub(super) fn detach(&self, placement: Placement, at: SlotPosition) {
-        self.write_hint(placement, at, 0);
+        self.write_hint(at, 0);
         // ORDERING: Release, after the hint is cleared: a reservation that reads this count
         // with Acquire before its lookup (`decide_naming_key` in the protocol) reads the cleared
         // hint, so it cannot book on the detached entry and name the count that follows its
         // removal. Later increments (RMWs) continue the release sequence.
-        self.shards[placement.shard]
-            .writer
+        self.writers[placement.shard()]
             .removals
             .fetch_add(1, Ordering::Release);
     }
@@ -425,8 +394,7 @@ impl<S: SlotOps> Table<S> {
     pub(super) fn lock(&self, shard: usize) -> InsertLock<'_> {
         // A poisoned lock only means another inserter panicked (which the table never does by
         // itself); the slots it guards are still consistent, since every slot write is atomic.
-        let guard = self.shards[shard]
-            .writer
+        let guard = self.writers[shard]
             .insert_lock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -443,15 +411,12 @@ impl<S: SlotOps> Table<S> {
         // ORDERING: Relaxed. Inserts read and write the floor under the insert lock, whose
         // acquire and release order it; a peek without the lock only needs some recent value
         // (it decides nothing).
-        self.shards[shard]
-            .writer
-            .new_key_floor
-            .load(Ordering::Relaxed)
+        self.writers[shard].new_key_floor.load(Ordering::Relaxed)
     }
 
     /// Raises `shard`'s new-key floor to `time_word`. Under the shard's insert lock.
     pub(super) fn raise_new_key_floor(&self, shard: usize, time_word: u64) {
-        let floor = &self.shards[shard].writer.new_key_floor;
+        let floor = &self.writers[shard].new_key_floor;
         // ORDERING: Relaxed, under the insert lock (see `new_key_floor`): no other writer runs.
         if time_word > floor.load(Ordering::Relaxed) {
             // ORDERING: Relaxed, as above.
@@ -462,7 +427,7 @@ impl<S: SlotOps> Table<S> {
     /// Counts `event` in the shard whose insert lock `lock` holds: these counts are written
     /// only by that lock's holders.
     pub(super) fn count(&self, lock: &InsertLock<'_>, event: TableEvent) {
-        let writer = &self.shards[lock.shard].writer;
+        let writer = &self.writers[lock.shard];
         let counter = match event {
             TableEvent::Insert => &writer.inserts,
             TableEvent::Reclaim => &writer.reclaims,
@@ -484,7 +449,7 @@ impl<S: SlotOps> Table<S> {
     /// insert lock is released (so before the key's next entry is published).
     #[inline]
     pub(super) fn reassignments(&self, shard: usize) -> u64 {
-        let writer = &self.shards[shard].writer;
+        let writer = &self.writers[shard];
         // ORDERING: Relaxed. A caller that has loaded (with Acquire) a state published after a
         // reassignment sees its count, the count being sequenced before that Release store
         // (for a removal: before the insert lock's release, which the next insert's acquire of
@@ -501,9 +466,9 @@ impl<S: SlotOps> Table<S> {
     pub(super) fn stats(&self) -> KeyedStats {
         // ORDERING: Relaxed loads of statistics; no other memory depends on them.
         let sum = |counter: fn(&ShardWriter) -> &AtomicU64| {
-            self.shards
+            self.writers
                 .iter()
-                .map(|shard| counter(&shard.writer).load(Ordering::Relaxed))
+                .map(|writer| counter(writer).load(Ordering::Relaxed))
                 .sum()
         };
         KeyedStats {
@@ -518,9 +483,9 @@ impl<S: SlotOps> Table<S> {
     }
 
     pub(super) fn entries(&self) -> usize {
-        self.shards
+        self.buckets
             .iter()
-            .flat_map(|shard| shard.read.buckets.iter().zip(shard.read.hints.iter()))
+            .zip(self.hints.iter())
             .map(|(bucket, hints)| {
                 // ORDERING: Relaxed; a monitoring count, no memory is read through it.
                 let hint_word = hints.load(Ordering::Relaxed);
@@ -538,18 +503,17 @@ impl<S: SlotOps> Table<S> {
     }
 
     pub(super) fn shard_count(&self) -> usize {
-        self.shards.len()
+        self.writers.len()
     }
 
     pub(super) fn slot_count(&self) -> usize {
-        self.shards.len() * self.buckets_per_shard as usize * SLOTS_PER_BUCKET
+        self.buckets.len() * SLOTS_PER_BUCKET
     }
 
     pub(super) fn memory_bytes(&self) -> usize {
-        let per_shard = self.buckets_per_shard as usize
-            * (core::mem::size_of::<Bucket<S>>() + core::mem::size_of::<AtomicU64>())
-            + Self::SHARD_OVERHEAD_BYTES;
-        self.shards.len() * per_shard + core::mem::size_of::<Self>()
+        self.buckets.len() * (core::mem::size_of::<Bucket<S>>() + core::mem::size_of::<AtomicU64>())
+            + self.writers.len() * Self::SHARD_OVERHEAD_BYTES
+            + core::mem::size_of::<Self>()
     }
 }
 

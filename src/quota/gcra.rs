@@ -519,9 +519,17 @@ impl Quota for Gcra {
         // not depend on the loaded word, so it is ready before the load completes. `now + tau`
         // stays below 2^63 + 2^62 (instants are at most 2^63, tolerances below 2^62); a cost
         // above the burst makes the bound fall below `now` (or below zero), so it is denied;
-        // and an admitted word is at most `now + tau`.
+        // and an admitted word is at most `now + tau`. For n >= 1 the bound is computed as
+        // now + (tau − T) − (n − 1)·T, the same value (tau = burst × T with burst >= 1, so
+        // tau − T never wraps): for one unit, the cost of nearly every check, it is one
+        // addition with nothing to check.
         let increment = cost.saturating_mul(self.emission_interval_ticks);
-        let Some(latest_base) = (now.0 + self.tolerance_ticks).checked_sub(increment) else {
+        let latest_base = match cost.checked_sub(1) {
+            None => Some(now.0 + self.tolerance_ticks),
+            Some(more_units) => (now.0 + (self.tolerance_ticks - self.emission_interval_ticks))
+                .checked_sub(more_units.saturating_mul(self.emission_interval_ticks)),
+        };
+        let Some(latest_base) = latest_base else {
             return Step::Deny;
         };
         let base = if tat > now.0 { tat } else { now.0 };
