@@ -89,3 +89,77 @@ impl Placement {
         core::iter::once(self.first_bucket).chain(second)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hashes to place: edge values of the high half, and a xorshift sequence.
+    fn hashes() -> impl Iterator<Item = u64> {
+        let edges = [
+            0,
+            u64::MAX,
+            0xFFFF_FFFF,
+            0xFFFF_FFFF_0000_0000,
+            1 << 63,
+            1 << 32,
+        ];
+        let mut state = 0x243F_6A88_85A3_08D3u64;
+        let random = core::iter::repeat_with(move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        });
+        edges.into_iter().chain(random.take(20_000))
+    }
+
+    #[test]
+    fn both_buckets_lie_in_the_shard_its_top_bits_name_and_differ() {
+        for shard_bits in [0u32, 1, 3, 8, 16, 24] {
+            let shards = 1u64 << shard_bits;
+            for buckets_per_shard in [1u64, 2, 3, 7, 8, 100, 255] {
+                let bucket_count = shards * buckets_per_shard;
+                if bucket_count > u64::from(u32::MAX) {
+                    continue;
+                }
+                for hash in hashes() {
+                    let placement =
+                        Placement::of(hash, bucket_count, 32 - shard_bits, buckets_per_shard);
+                    let shard = placement.shard() as u64;
+                    assert!(shard < shards);
+                    let range = shard * buckets_per_shard..(shard + 1) * buckets_per_shard;
+                    let first = placement.first_bucket as u64;
+                    let second = placement.second_bucket() as u64;
+                    assert!(
+                        range.contains(&first),
+                        "{hash:#x}: first {first} outside {range:?}"
+                    );
+                    assert!(
+                        range.contains(&second),
+                        "{hash:#x}: second {second} outside {range:?}"
+                    );
+                    assert_eq!(first == second, buckets_per_shard == 1, "{hash:#x}");
+                    let candidates: Vec<usize> = placement.buckets().collect();
+                    assert_eq!(candidates.len(), if buckets_per_shard == 1 { 1 } else { 2 });
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_bucket_is_a_first_bucket_about_equally_often() {
+        // 4 shards of 5 buckets: 20 buckets, each drawn from a 1/20 share of the high half.
+        let mut counts = [0u32; 20];
+        for hash in hashes() {
+            counts[Placement::of(hash, 20, 30, 5).first_bucket] += 1;
+        }
+        let expected = 20_006.0 / 20.0;
+        for (bucket, &count) in counts.iter().enumerate() {
+            assert!(
+                (f64::from(count) - expected).abs() < expected * 0.1,
+                "bucket {bucket}: {count} of 20,006"
+            );
+        }
+    }
+}
