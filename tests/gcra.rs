@@ -548,6 +548,42 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(proptest_config(20_000))]
+
+    /// `step` is GCRA's inequality, evaluated here without overflow: a request of `n` units
+    /// passes on `tat` at `now` iff `max(tat, now) + n·T <= now + tau`, and writes
+    /// `max(tat, now) + n·T`. For any quota, state word, reading and cost (0 included), so the
+    /// way the step arranges the bound (the one-unit form among them) is checked against the
+    /// definition.
+    #[test]
+    fn the_step_is_the_gcra_inequality(
+        (quota, cost) in any_gcra_quota().prop_flat_map(|quota| (Just(quota), any_cost(quota.limit()))),
+        state in any_state(),
+        now in any_reading(),
+    ) {
+        let Step::Allow(interval_ticks) =
+            quota.step(Gcra::FRESH, quota.instant(Timestamp::ORIGIN), 1)
+        else {
+            panic!("a fresh state admits a unit");
+        };
+        let now = quota.instant(now);
+        let tolerance_ticks = u128::from(interval_ticks) * u128::from(quota.limit());
+        // States the quota itself writes, near the reading, as well as any word.
+        let near = now.ticks().wrapping_add(state % (1 << 40));
+        for tat in [state, near] {
+            let base = u128::from(tat.max(now.ticks()));
+            let written = base + u128::from(cost) * u128::from(interval_ticks);
+            let expected = if written <= u128::from(now.ticks()) + tolerance_ticks {
+                Step::Allow(written as u64)
+            } else {
+                Step::Deny
+            };
+            prop_assert_eq!(quota.step(tat, now, cost), expected, "tat {} cost {}", tat, cost);
+        }
+    }
+}
+
 #[test]
 fn readings_past_the_horizon_cannot_be_made_and_a_limiter_there_fails_closed() {
     for quota in assorted_quotas() {
