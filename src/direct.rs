@@ -4,12 +4,13 @@ use crate::clock::{Clock, QuantaClock, Timestamp};
 #[cfg(feature = "metrics")]
 use crate::counters;
 use crate::counters::{Counters, Counting, NoCounters, Totals};
-use crate::decision::Decision;
-use crate::driver::{self, Applied, Attempt};
-use crate::error::{QuotaError, RequestError};
-use crate::operation::{Consume, Operation};
+use crate::engine::decision::Decision;
+use crate::engine::driver::{self, Applied, Attempt};
+use crate::engine::error::RequestError;
+use crate::engine::operation::{Consume, Operation};
+use crate::engine::request::{JudgingLead, Request, Tier};
+use crate::quota::QuotaError;
 use crate::quota::{Quota, Step};
-use crate::request::{JudgingLead, Request, Tier};
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 

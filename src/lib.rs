@@ -80,17 +80,12 @@ pub mod quota;
 
 pub mod composite;
 
-mod driver;
-
-mod decision;
-mod error;
-mod request;
+mod engine;
 
 mod direct;
 pub mod inflight;
 pub mod keyed;
 pub mod live;
-mod operation;
 pub mod sliding_log;
 pub mod striped;
 pub mod throttle;
@@ -106,13 +101,16 @@ pub mod clock;
 pub mod counters;
 
 mod sync;
+mod thread_index;
 
 pub use quota::{FixedWindow, Gcra, Quota, Reservable, SlidingWindow, Step};
 
+pub use clock::TimestampError;
 pub use composite::{Composite, CompositeDecision};
-pub use decision::{Decision, RateLimitHeaders};
-pub use error::{QuotaError, RequestError, TimestampError};
-pub use request::{Request, Tier};
+pub use engine::decision::{Decision, RateLimitHeaders};
+pub use engine::error::RequestError;
+pub use engine::request::{Request, Tier};
+pub use quota::QuotaError;
 
 pub use counters::Totals;
 pub use direct::Limiter;

@@ -35,12 +35,12 @@ pub(crate) use loom::hint::spin_loop;
 #[cfg(not(nanolimit_loom))]
 pub(crate) use std::thread::{current as current_thread, park, Thread};
 
-/// The counter that numbers threads for striped limiters (`striped::thread_stripe`): std's in
+/// The counter that numbers threads for striped limiters (`thread_index`): std's in
 /// every build. It is a `static` (loom's atomics cannot be), and it orders nothing: it only
 /// hands out distinct numbers, so no model needs to see it. Loom models pick stripes explicitly.
 pub(crate) use core::sync::atomic::AtomicUsize as ThreadCounter;
 
-/// How many counting slots the machine gets (`striped::thread_stripe::slot_count`), computed
+/// How many counting slots the machine gets (`striped::thread_index::slot_count`), computed
 /// once: std's in normal builds (loom builds use a constant, and never touch it). Configuration,
 /// not synchronisation: every thread reads the same number, and nothing else is ordered by it.
 #[cfg(not(nanolimit_loom))]

@@ -18,15 +18,17 @@
 //! seen: never a panic, never an overflow, never an extra admission (the one bound, for window
 //! quotas, is stated in [the quota module](crate::quota#readings-behind-the-state)).
 
+mod human;
 mod manual;
 mod quanta;
 mod timestamp;
 #[cfg(not(nanolimit_loom))]
 mod upkeep;
 
+pub(crate) use human::HumanDuration;
 pub use manual::ManualClock;
 pub use quanta::QuantaClock;
-pub use timestamp::Timestamp;
+pub use timestamp::{Timestamp, TimestampError};
 #[cfg(not(nanolimit_loom))]
 pub use upkeep::UpkeepClock;
 

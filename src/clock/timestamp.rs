@@ -1,6 +1,6 @@
 //! [`Timestamp`]: a clock reading that is valid by construction.
 
-use crate::error::TimestampError;
+use super::HumanDuration;
 use core::fmt;
 use std::time::Duration;
 
@@ -168,3 +168,40 @@ impl From<Timestamp> for Duration {
         timestamp.since_origin()
     }
 }
+
+/// Why a [`Timestamp`](crate::Timestamp) could not be made.
+///
+/// ```
+/// use nanolimit::{Timestamp, TimestampError};
+///
+/// assert_eq!(
+///     Timestamp::from_ns(u64::MAX),
+///     Err(TimestampError::PastHorizon { ns: u64::MAX })
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimestampError {
+    /// The reading is past [`Timestamp::HORIZON`](crate::Timestamp::HORIZON), about 18.3 years
+    /// after the clock's origin: most likely not a time since the limiter's clock's origin at
+    /// all (a Unix-epoch time, or an uninitialised value).
+    PastHorizon {
+        /// The reading, in nanoseconds.
+        ns: u64,
+    },
+}
+
+impl fmt::Display for TimestampError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TimestampError::PastHorizon { ns } => write!(
+                f,
+                "timestamp of {ns} ns is past the clock's horizon of {} after its origin \
+                 (a Unix-epoch time is not a time since the limiter clock's origin)",
+                HumanDuration(Timestamp::HORIZON.since_origin())
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TimestampError {}

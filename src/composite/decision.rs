@@ -2,7 +2,7 @@
 //! that binds, whose values the headers report.
 
 use super::members::MemberDecisions;
-use crate::decision::RateLimitHeaders;
+use crate::engine::decision::RateLimitHeaders;
 use std::time::Duration;
 
 /// The outcome of a composite check or peek: allowed only if every member allowed, each

@@ -2,17 +2,18 @@
 //! later member's denial, and peek. Direct limiters ignore the key; keyed ones take it.
 
 use crate::clock::{Clock, Timestamp};
-use crate::decision::Decision;
 use crate::direct::Limiter;
+use crate::engine::decision::Decision;
+use crate::engine::operation::{Consume, Refund};
 use crate::keyed::{KeyMode, KeyedLimiter};
-use crate::operation::{Consume, Refund};
 use crate::quota::{Gcra, Quota};
-use crate::striped::{thread_stripe, StripedLimiter};
+use crate::striped::StripedLimiter;
+use crate::thread_index;
 use std::sync::Arc;
 
 mod private {
     use crate::clock::Timestamp;
-    use crate::decision::Decision;
+    use crate::engine::decision::Decision;
     use crate::throttle::KeyIdentity;
 
     /// What a member's admission left to give back if a later member denies the check (opaque
@@ -213,7 +214,7 @@ impl<K: ?Sized, C: Clock> MemberCore<K> for StripedLimiter<C> {
     fn consume(&self, key: &K, cost: u64, now: Timestamp, last: bool) -> (Decision<Gcra>, Held) {
         if last {
             (
-                self.decide(thread_stripe::current(), cost, now),
+                self.decide(thread_index::current(), cost, now),
                 Held::NOTHING,
             )
         } else {
@@ -229,7 +230,7 @@ impl<K: ?Sized, C: Clock> MemberCore<K> for StripedLimiter<C> {
     #[inline]
     fn member_peek(&self, key: &K, cost: u64, now: Timestamp, last: bool) -> Decision<Gcra> {
         if last {
-            self.peek_decision(thread_stripe::current(), cost, now)
+            self.peek_decision(thread_index::current(), cost, now)
         } else {
             MemberCore::<K>::member_peek(self.shared(), key, cost, now, false)
         }

@@ -3,12 +3,12 @@
 
 use super::member::{Held, MemberCore};
 use crate::clock::Timestamp;
-use crate::decision::{Decision, RateLimitHeaders};
+use crate::engine::decision::{Decision, RateLimitHeaders};
 use std::time::Duration;
 
 mod private {
     use crate::clock::Timestamp;
-    use crate::decision::RateLimitHeaders;
+    use crate::engine::decision::RateLimitHeaders;
     use std::time::Duration;
 
     /// The core of a composite: sealed, and what only the crate calls.

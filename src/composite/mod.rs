@@ -113,8 +113,8 @@ pub use member::Member;
 pub use members::{MemberDecisions, Members};
 
 use crate::clock::Timestamp;
-use crate::error::RequestError;
-use crate::request::Request;
+use crate::engine::error::RequestError;
+use crate::engine::request::Request;
 use members::MembersCore;
 
 /// Several limits checked as one, all or nothing: see the [module documentation](self) for

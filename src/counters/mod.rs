@@ -34,7 +34,7 @@
 //!   `fetch_add`, so threads sharing a stripe lose nothing; it tries to claim a slot again
 //!   every 4,096 checks.
 //!
-//! The stripes and the slot protocol are in `stripes.rs` and `striped/thread_stripe.rs`; a loom
+//! The stripes and the slot protocol are in `stripes.rs` and `thread_index.rs`; a loom
 //! model (`loom-tests/tests/counters.rs`) checks the totals when a slot passes from an ended
 //! thread to another.
 //!
@@ -80,11 +80,11 @@ pub(crate) mod export;
 
 /// Frees the calling thread's counting slot, as the thread's end would: for the loom models,
 /// whose threads call it as their last act (loom runs thread-local destructors only after the
-/// thread's `join` has returned; see `striped/thread_stripe.rs`).
+/// thread's `join` has returned; see `thread_index.rs`).
 #[cfg(nanolimit_loom)]
 #[doc(hidden)]
 pub fn end_of_thread() {
-    crate::striped::thread_stripe::release_slot();
+    crate::thread_index::release_slot();
 }
 pub(crate) mod stripes;
 

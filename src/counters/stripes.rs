@@ -4,11 +4,11 @@
 //!
 //! A set of counters keeps two kinds of stripes:
 //!
-//! - **Owned**, one per counting slot of the process (`striped::thread_stripe`: a thread claims
+//! - **Owned**, one per counting slot of the process (`thread_index`: a thread claims
 //!   a slot at its first count and frees it when it ends). Only the slot's owner writes its
 //!   stripe, so a count is a Relaxed load and a Relaxed store of the sum: no locked
 //!   instruction. The slot's claim (Acquire) and release (Release) order one owner's stores
-//!   before the next owner's loads, so no count is lost (the argument is in `thread_stripe`).
+//!   before the next owner's loads, so no count is lost (the argument is in `thread_index`).
 //! - **Shared**, for threads that own no slot (more threads alive than slots, or a thread whose
 //!   thread-locals are being destroyed), picked by the thread's number (the mapping the
 //!   [`StripedLimiter`](crate::StripedLimiter) uses). A count there is a Relaxed `fetch_add`, so
@@ -25,8 +25,8 @@
 //! the hardware threads rounded up to a power of two (at most 64). 1.25 KiB on 2 hardware
 //! threads, 24 KiB on 64.
 
-use crate::striped::thread_stripe;
 use crate::sync::{AtomicU64, Ordering};
+use crate::thread_index;
 use crossbeam_utils::CachePadded;
 
 /// The most shared stripes a set of counters gets by default, whatever the machine.
@@ -38,7 +38,7 @@ type Cells<const FIELDS: usize> = [AtomicU64; FIELDS];
 /// `FIELDS` counts, striped per thread.
 #[derive(Debug)]
 pub(crate) struct Stripes<const FIELDS: usize> {
-    /// One per counting slot (`thread_stripe::slot_count`), written only by the slot's owner.
+    /// One per counting slot (`thread_index::slot_count`), written only by the slot's owner.
     owned: Box<[CachePadded<Cells<FIELDS>>]>,
     /// For threads that own no slot, picked by thread number, written with `fetch_add`.
     shared: Box<[CachePadded<Cells<FIELDS>>]>,
@@ -66,7 +66,7 @@ impl<const FIELDS: usize> Stripe<'_, FIELDS> {
                 // the stripe's only writer, and the load reads the stripe's latest value (this
                 // thread's last store, or the previous owner's, which happens before it: the
                 // owner's Release store that freed the slot pairs with this thread's Acquire
-                // claim, `thread_stripe`). Readers sum with Relaxed loads; nothing else is
+                // claim, `thread_index`). Readers sum with Relaxed loads; nothing else is
                 // published through a count.
                 let value = cell.load(Ordering::Relaxed);
                 cell.store(value.wrapping_add(amount), Ordering::Relaxed);
@@ -92,7 +92,7 @@ impl<const FIELDS: usize> Stripes<FIELDS> {
                 .collect()
         };
         Stripes {
-            owned: stripes(thread_stripe::slot_count()),
+            owned: stripes(thread_index::slot_count()),
             shared: stripes(shared),
             shared_mask: shared - 1,
         }
@@ -111,24 +111,24 @@ impl<const FIELDS: usize> Stripes<FIELDS> {
 
     /// The stripe of the slot the calling thread owns, or `None` if it owns none: the counting
     /// hot path, one thread-local load and a bounds test (a thread that owns no slot reads as
-    /// [`thread_stripe::NOT_OWNED`], past every stripe), no call.
+    /// [`thread_index::NOT_OWNED`], past every stripe), no call.
     #[inline]
     pub(crate) fn owned_stripe(&self) -> Option<&Cells<FIELDS>> {
         self.owned
-            .get(thread_stripe::owned_slot())
+            .get(thread_index::owned_slot())
             .map(|cells| &**cells)
     }
 
     /// The calling thread's stripe, for a thread that found it owns no slot
     /// ([`owned_stripe`](Self::owned_stripe)): claims one first if it is due to try
-    /// ([`thread_stripe::ready_to_count`]), then its slot's stripe, or the shared stripe its
+    /// ([`thread_index::ready_to_count`]), then its slot's stripe, or the shared stripe its
     /// number picks.
     #[cold]
     pub(crate) fn mine_after_claim(&self) -> Stripe<'_, FIELDS> {
-        thread_stripe::ready_to_count();
-        match self.owned.get(thread_stripe::owned_slot()) {
+        thread_index::ready_to_count();
+        match self.owned.get(thread_index::owned_slot()) {
             Some(cells) => Stripe::Owned(cells),
-            None => self.on_shared_stripe(thread_stripe::current()),
+            None => self.on_shared_stripe(thread_index::current()),
         }
     }
 
@@ -185,7 +185,7 @@ mod tests {
         let default = Stripes::<1>::for_this_machine();
         let shared = default.shared_stripe_count();
         assert!(shared.is_power_of_two() && (1..=MAX_DEFAULT_SHARED_STRIPES).contains(&shared));
-        assert_eq!(default.owned_stripe_count(), thread_stripe::slot_count());
+        assert_eq!(default.owned_stripe_count(), thread_index::slot_count());
     }
 
     #[test]
@@ -216,7 +216,7 @@ mod tests {
         // (owned stripes continue from the previous owner's value), and any thread that finds
         // none (other tests hold some) counts on a shared stripe.
         let counters = Arc::new(Stripes::<2>::for_this_machine());
-        let waves = thread_stripe::slot_count() / 4 + 2;
+        let waves = thread_index::slot_count() / 4 + 2;
         for wave in 0..waves {
             let threads: Vec<_> = (0..8)
                 .map(|_| {

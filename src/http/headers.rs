@@ -1,6 +1,6 @@
 //! Rate-limit response headers from a [`Decision`]: one place, usable without tower.
 
-use crate::decision::Decision;
+use crate::engine::decision::Decision;
 use crate::quota::Quota;
 use core::fmt;
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};

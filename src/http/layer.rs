@@ -8,11 +8,11 @@ use crate::clock::Clock;
 use crate::counters::stripes::Stripes;
 use crate::counters::Counting;
 use crate::direct::Limiter;
+#[cfg(feature = "tokio")]
+use crate::engine::request::Request as LimitRequest;
+use crate::engine::request::Tier;
 use crate::keyed::{KeyMode, KeyedLimiter};
 use crate::quota::Quota;
-#[cfg(feature = "tokio")]
-use crate::request::Request as LimitRequest;
-use crate::request::Tier;
 use core::fmt;
 use http::header::{HeaderMap, HeaderName};
 use http::{Response, StatusCode};

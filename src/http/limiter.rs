@@ -2,12 +2,12 @@
 
 use crate::clock::Clock;
 use crate::counters::Counting;
-use crate::decision::Decision;
 use crate::direct::Limiter;
-use crate::error::RequestError;
+use crate::engine::decision::Decision;
+use crate::engine::error::RequestError;
+use crate::engine::request::Request;
 use crate::keyed::{KeyMode, KeyedLimiter};
 use crate::quota::{Quota, Reservable};
-use crate::request::Request;
 use crate::throttle::Reservation;
 
 /// A limiter an HTTP layer checks requests against: [`Limiter`] (which ignores the key) and

@@ -52,19 +52,16 @@ use super::keyed_error::{KeyedInFlightError, KeyedTryAcquireError};
 use super::keyed_permit::KeyedPermit;
 use super::{AboveLimit, Busy};
 use crate::clock::{Clock, Timestamp};
+use crate::engine::operation::{Consume, Release};
 use crate::keyed::{
     Exact, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, WhenFull,
 };
-use crate::operation::{Consume, Release};
 use crate::quota::{Concurrency, Quota};
 use crate::throttle::KeyIdentity;
 use core::fmt;
 use core::hash::Hash;
 
-/// The largest limit of a [`KeyedInFlightLimiter`]: 2^24 − 3 (16,777,213) units in flight per
-/// key (the state word keeps 24 bits for them, and its two largest values are the table's slot
-/// markers).
-pub const MAX_KEYED_IN_FLIGHT: u64 = (1 << 24) - 3;
+pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 
 /// At most a limit of units in flight per key (per client, per upstream): a permit holds units
 /// of its key until it is dropped.

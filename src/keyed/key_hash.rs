@@ -11,11 +11,11 @@
 use super::{Hashed, KeyedLimiter};
 use crate::clock::{Clock, Timestamp};
 use crate::counters::Counting;
-use crate::decision::Decision;
-use crate::error::RequestError;
-use crate::operation::Consume;
+use crate::engine::decision::Decision;
+use crate::engine::error::RequestError;
+use crate::engine::operation::Consume;
+use crate::engine::request::Request;
 use crate::quota::Quota;
-use crate::request::Request;
 use core::hash::Hash;
 
 /// A key's hash, computed by the caller: what [`KeyedLimiter::check_hash`] and its siblings take

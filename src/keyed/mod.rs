@@ -97,11 +97,12 @@ use crate::clock::{Clock, QuantaClock, Timestamp};
 #[cfg(feature = "metrics")]
 use crate::counters;
 use crate::counters::{Counting, NoCounters, Totals};
-use crate::decision::Decision;
-use crate::error::{QuotaError, RequestError};
-use crate::operation::Consume;
+use crate::engine::decision::Decision;
+use crate::engine::error::RequestError;
+use crate::engine::operation::Consume;
+use crate::engine::request::{JudgingLead, Request, Tier};
 use crate::quota::Quota;
-use crate::request::{JudgingLead, Request, Tier};
+use crate::quota::QuotaError;
 use core::fmt;
 use core::marker::PhantomData;
 use table::Table;

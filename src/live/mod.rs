@@ -17,12 +17,13 @@
 mod quota_cell;
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::decision::Decision;
 use crate::direct::Limiter;
-use crate::error::{QuotaError, RequestError};
-use crate::operation::Consume;
+use crate::engine::decision::Decision;
+use crate::engine::error::RequestError;
+use crate::engine::operation::Consume;
+use crate::engine::request::{Request, Tier};
 use crate::quota::Adjustable;
-use crate::request::{Request, Tier};
+use crate::quota::QuotaError;
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
 use quota_cell::QuotaCell;

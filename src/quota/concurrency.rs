@@ -51,9 +51,13 @@
 
 use super::{Quota, Sealed, Step};
 use crate::clock::Timestamp;
-use crate::error::QuotaError;
-use crate::inflight::MAX_KEYED_IN_FLIGHT;
+use crate::quota::QuotaError;
 use core::time::Duration;
+
+/// The largest limit of a [`KeyedInFlightLimiter`](crate::inflight::KeyedInFlightLimiter): 2^24
+/// − 3 (16,777,213) units in flight per key (the state word keeps 24 bits for them, and its two
+/// largest values are the table's slot markers).
+pub const MAX_KEYED_IN_FLIGHT: u64 = (1 << 24) - 3;
 
 /// Width of `in_flight`.
 const IN_FLIGHT_BITS: u32 = 24;

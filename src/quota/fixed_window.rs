@@ -19,7 +19,7 @@
 use super::window::{WindowInstant, WindowLength};
 use super::{Encoded, Quota, Sealed, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
-use crate::error::QuotaError;
+use crate::quota::QuotaError;
 use std::time::Duration;
 
 /// Width of `count`.

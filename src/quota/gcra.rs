@@ -20,7 +20,7 @@
 
 use super::{Encoded, Quota, Reservable, Sealed, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
-use crate::error::QuotaError;
+use crate::quota::QuotaError;
 use std::time::Duration;
 
 /// Fixed-point shift of `ticks_per_ns`: a reading in ticks is `(now_ns × ticks_per_ns) >> 59`.

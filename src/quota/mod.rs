@@ -48,7 +48,8 @@
 //! chance of 1/256 (sliding) or 1/1024 (fixed), its old counts apply again for up to
 //! `backward_windows()` windows. Keys idle for less are correctly fresh.
 
-mod concurrency;
+pub(crate) mod concurrency;
+mod error;
 mod fixed_window;
 mod gcra;
 mod reservable;
@@ -56,6 +57,7 @@ mod sliding_window;
 mod window;
 
 pub(crate) use concurrency::Concurrency;
+pub use error::QuotaError;
 pub use fixed_window::FixedWindow;
 pub use gcra::{Gcra, GcraInstant};
 pub use reservable::Reservable;

@@ -3,7 +3,7 @@
 
 use super::QUOTA_WORDS;
 use crate::clock::Timestamp;
-use crate::error::QuotaError;
+use crate::quota::QuotaError;
 use std::time::Duration;
 
 const HORIZON_NS: u64 = Timestamp::HORIZON.as_ns();

@@ -7,10 +7,10 @@ use super::quota::RedisQuota;
 use super::stats::RedisStats;
 use super::store::{Call, Store};
 use crate::clock::Timestamp;
-use crate::decision::Decision;
-use crate::error::RequestError;
+use crate::engine::decision::Decision;
+use crate::engine::error::RequestError;
+use crate::engine::request::Request;
 use crate::quota::Step;
-use crate::request::Request;
 use std::time::SystemTime;
 
 /// A keyed limit shared by every server that uses the same Redis (a fleet): per API key, per

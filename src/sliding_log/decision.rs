@@ -3,7 +3,7 @@
 use super::ring::{Log, View};
 use super::SlidingLog;
 use crate::clock::Timestamp;
-use crate::decision::RateLimitHeaders;
+use crate::engine::decision::RateLimitHeaders;
 use crate::sync::AtomicU64;
 use std::time::Duration;
 

@@ -6,12 +6,12 @@ use super::limiter::AllocationError;
 use super::ring::empty_records;
 use super::{LogPositions, SlidingLog};
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::error::RequestError;
+use crate::engine::error::RequestError;
+use crate::engine::request::Request;
 use crate::keyed::{
     Exact, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, LogOutcome, LogRecords,
     TableError, WhenFull,
 };
-use crate::request::Request;
 use crate::sync::AtomicU64;
 use core::fmt;
 use core::hash::Hash;

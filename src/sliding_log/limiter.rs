@@ -4,8 +4,8 @@ use super::decision::SlidingLogDecision;
 use super::ring::Ring;
 use super::SlidingLog;
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::error::RequestError;
-use crate::request::Request;
+use crate::engine::error::RequestError;
+use crate::engine::request::Request;
 use core::fmt;
 
 /// The allocator could not provide a sliding log's ring.

@@ -85,7 +85,7 @@ pub(crate) use positions::LogPositions;
 pub(crate) use ring::{Log, Seal, View, REUSE_FLAG};
 
 use crate::clock::Timestamp;
-use crate::error::QuotaError;
+use crate::quota::QuotaError;
 use std::time::Duration;
 
 /// The most units a sliding log may allow per window: its ring holds one 8-byte record per

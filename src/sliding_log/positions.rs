@@ -14,7 +14,7 @@
 
 use super::SlidingLog;
 use crate::clock::Timestamp;
-use crate::error::QuotaError;
+use crate::quota::QuotaError;
 use crate::quota::{Quota, Sealed, Step};
 use core::time::Duration;
 

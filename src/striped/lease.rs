@@ -19,7 +19,7 @@
 use super::stripe;
 use crate::clock::{Clock, Timestamp};
 use crate::direct::Limiter;
-use crate::operation::GiveBack;
+use crate::engine::operation::GiveBack;
 use crate::quota::{Gcra, Quota, Reservable};
 
 /// A shared budget that grants leases.

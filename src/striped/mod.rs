@@ -7,7 +7,6 @@
 //! | `options.rs` | [`StripedLimiterBuilder`], [`StripedError`], the limits and defaults |
 //! | `stripe.rs` | a stripe's packed word (units, the lease's grain, the claim marker) and its pure steps |
 //! | `lease.rs` | where leases come from (the shared word, or another store), and their sizing |
-//! | `thread_stripe.rs` | which stripe the calling thread uses |
 //!
 //! # How a check runs
 //!
@@ -69,7 +68,6 @@
 mod lease;
 mod options;
 mod stripe;
-pub(crate) mod thread_stripe;
 
 pub use options::{
     StripedError, StripedLimiterBuilder, DEFAULT_LEASE_LIFETIME, DEFAULT_MAX_LEASE_UNITS,
@@ -77,13 +75,14 @@ pub use options::{
 };
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::decision::Decision;
 use crate::direct::Limiter;
-use crate::error::RequestError;
-use crate::operation::Consume;
+use crate::engine::decision::Decision;
+use crate::engine::error::RequestError;
+use crate::engine::operation::Consume;
+use crate::engine::request::Request;
 use crate::quota::{Gcra, GcraInstant, Quota, Reservable, Step};
-use crate::request::Request;
 use crate::sync::Ordering;
+use crate::thread_index;
 use crossbeam_utils::CachePadded;
 use lease::{LeasePolicy, LeaseSource};
 use std::time::Duration;
@@ -260,7 +259,7 @@ impl<C: Clock> StripedLimiter<C> {
     /// ```
     #[inline]
     pub fn check_at(&self, now: Timestamp) -> Decision<Gcra> {
-        self.decide(thread_stripe::current(), 1, now)
+        self.decide(thread_index::current(), 1, now)
     }
 
     /// Checks one unit at `now` on stripe `stripe` (modulo the stripe count), for callers that
@@ -308,7 +307,7 @@ impl<C: Clock> StripedLimiter<C> {
             return self.shared.check_with(request);
         }
         let resolved = request.resolve(self.shared.quota(), &self.shared.lead, self.clock())?;
-        Ok(self.decide(thread_stripe::current(), resolved.cost, resolved.at))
+        Ok(self.decide(thread_index::current(), resolved.cost, resolved.at))
     }
 
     /// Whether one unit would pass now on the calling thread's stripe, consuming nothing.
@@ -324,7 +323,7 @@ impl<C: Clock> StripedLimiter<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek(&self) -> Decision<Gcra> {
-        self.peek_decision(thread_stripe::current(), 1, self.shared.now())
+        self.peek_decision(thread_index::current(), 1, self.shared.now())
     }
 
     /// Whether `request` would pass on the calling thread's stripe, consuming nothing (a tiered
@@ -345,7 +344,7 @@ impl<C: Clock> StripedLimiter<C> {
             return self.shared.peek_with(request);
         }
         let resolved = request.resolve(self.shared.quota(), &self.shared.lead, self.clock())?;
-        Ok(self.peek_decision(thread_stripe::current(), resolved.cost, resolved.at))
+        Ok(self.peek_decision(thread_index::current(), resolved.cost, resolved.at))
     }
 
     /// Gives every stripe's unspent units back to the budget where that is exact (the stripe's

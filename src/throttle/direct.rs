@@ -5,10 +5,10 @@ use super::wait::{block_until_start, WaitError};
 use crate::clock::{Clock, Timestamp};
 use crate::counters::Counting;
 use crate::direct::Limiter;
-use crate::error::RequestError;
-use crate::operation::{Book, GiveBack};
+use crate::engine::error::RequestError;
+use crate::engine::operation::{Book, GiveBack};
+use crate::engine::request::Request;
 use crate::quota::Reservable;
-use crate::request::Request;
 
 impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// Books one unit now, for the earliest start the quota allows: at once if it fits, else

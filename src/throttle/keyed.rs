@@ -4,11 +4,11 @@ use super::reservation::{Cancel, KeyIdentity, Reservation};
 use super::wait::{block_until_start, WaitError};
 use crate::clock::{Clock, Timestamp};
 use crate::counters::Counting;
-use crate::error::RequestError;
+use crate::engine::error::RequestError;
+use crate::engine::operation::{Book, GiveBack};
+use crate::engine::request::Request;
 use crate::keyed::{KeyMode, KeyedLimiter};
-use crate::operation::{Book, GiveBack};
 use crate::quota::Reservable;
-use crate::request::Request;
 
 impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
     /// Books one unit for `key` now, for the earliest start the quota allows: at once if it

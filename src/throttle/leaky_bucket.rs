@@ -4,7 +4,7 @@ use super::reservation::Reservation;
 use super::wait::{block_until_start, WaitError};
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::direct::Limiter;
-use crate::error::QuotaError;
+use crate::quota::QuotaError;
 use crate::quota::{Gcra, Reservable};
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! A reservation: a request booked for a start time, and how it is cancelled.
 
 use crate::clock::Timestamp;
-use crate::decision::Decision;
+use crate::engine::decision::Decision;
 use crate::quota::Reservable;
 use core::fmt;
 use std::time::Duration;

@@ -6,10 +6,10 @@ use super::LeakyBucket;
 use crate::clock::{Clock, Timestamp};
 use crate::counters::Counting;
 use crate::direct::Limiter;
-use crate::error::RequestError;
+use crate::engine::error::RequestError;
+use crate::engine::request::Request;
 use crate::keyed::{KeyMode, KeyedLimiter};
 use crate::quota::Reservable;
-use crate::request::Request;
 use std::time::Duration;
 
 /// A clock that reads tokio's time ([`tokio::time::Instant`]), so that limiters follow

@@ -2,7 +2,7 @@
 
 use super::reservation::{Outcome, Reservation};
 use crate::clock::{Clock, Timestamp};
-use crate::error::RequestError;
+use crate::engine::error::RequestError;
 use core::cell::Cell;
 use core::fmt;
 use std::time::Duration;

@@ -70,10 +70,10 @@ pub use options::{
 use super::stats::RedisStats;
 use super::RedisLimiter;
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::decision::Decision;
-use crate::error::RequestError;
+use crate::engine::decision::Decision;
+use crate::engine::error::RequestError;
+use crate::engine::request::Request;
 use crate::quota::{Gcra, Quota, Reservable};
-use crate::request::Request;
 use crate::sync::{Arc, AtomicU64, Ordering};
 use policy::LeasePolicy;
 use refill::{Claim, ClaimAll};

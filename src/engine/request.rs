@@ -2,8 +2,9 @@
 //! and the [`Tier`] handle a request may carry.
 
 use crate::clock::{Clock, Timestamp};
-use crate::error::{QuotaError, RequestError};
+use crate::engine::error::RequestError;
 use crate::quota::Quota;
+use crate::quota::QuotaError;
 use crate::sync::{AtomicU64, Ordering};
 use std::time::Duration;
 

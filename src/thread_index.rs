@@ -1,4 +1,5 @@
-//! Which stripe the calling thread uses, and which counting slot it owns.
+//! Per-thread indices: the number of the calling thread (which stripe it uses), and the counting
+//! slot it owns.
 //!
 //! - **Thread numbers.** A number given to each thread at its first check, from one counter,
 //!   kept in a thread-local. No lock, and nothing that grows with the threads ever seen: a

@@ -4,8 +4,8 @@
 //! driver and its protocol; each operation is a pure step of the quota's (see [`Quota`] and
 //! [`Reservable`]).
 
+use crate::engine::request::JudgingLead;
 use crate::quota::{Concurrency, Quota, Reservable, Step};
-use crate::request::JudgingLead;
 
 /// One operation on a state word: the step the driver applies.
 pub(crate) trait Operation<Q: Quota>: Copy {
