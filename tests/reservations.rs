@@ -1062,7 +1062,7 @@ fn the_longest_wait_is_at_least_four_and_a_half_years() {
 
 /// The largest state `reserve_step` still books `cost` on at `now`, with the longest wait
 /// (found by bisection: booking is monotonic in the state).
-fn latest_bookable_state(quota: &Gcra, now: <Gcra as Quota>::Instant, cost: u64) -> u64 {
+fn latest_bookable_state(quota: &Gcra, now: nanolimit::quota::GcraInstant, cost: u64) -> u64 {
     let longest = quota.max_wait_ticks(Duration::MAX);
     let books = |state: u64| {
         matches!(

@@ -49,7 +49,7 @@
 //!
 //! [`freshness_rank`]: Quota::freshness_rank
 
-use super::{Quota, Sealed, Step};
+use super::{Quota, Sealed, SlotState, Step};
 use crate::clock::Timestamp;
 use crate::quota::QuotaError;
 use core::time::Duration;
@@ -114,8 +114,6 @@ impl Sealed for Concurrency {
 }
 
 impl Quota for Concurrency {
-    type Instant = ();
-
     #[inline]
     fn instant(&self, _now: Timestamp) {}
 
@@ -160,6 +158,10 @@ impl Quota for Concurrency {
     fn is_fresh(&self, state: u64, _now: ()) -> bool {
         Self::in_flight(state) == 0
     }
+}
+
+impl SlotState for Concurrency {
+    type Instant = ();
 
     #[inline]
     fn freshness_rank(&self, state: u64, _now: ()) -> Option<u64> {

@@ -17,7 +17,7 @@
 //! figures).
 
 use super::window::{WindowInstant, WindowLength};
-use super::{Encoded, Quota, Sealed, Step, QUOTA_WORDS};
+use super::{Encoded, Quota, Sealed, SlotState, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
 use crate::quota::QuotaError;
 use std::time::Duration;
@@ -270,8 +270,6 @@ impl Sealed for FixedWindow {
 }
 
 impl Quota for FixedWindow {
-    type Instant = WindowInstant;
-
     #[inline]
     fn instant(&self, now: Timestamp) -> WindowInstant {
         self.length.instant(now)
@@ -322,6 +320,10 @@ impl Quota for FixedWindow {
     fn is_fresh(&self, state: u64, now: WindowInstant) -> bool {
         self.view(state, now).count == 0
     }
+}
+
+impl SlotState for FixedWindow {
+    type Instant = WindowInstant;
 
     /// The window judged in: a count resets when its window ends.
     #[inline]

@@ -18,7 +18,7 @@
 //! `tat` at or before now is a full bucket ([`Quota::FRESH`] is 0).
 //!
 
-use super::{Encoded, Quota, Reservable, Sealed, Step, QUOTA_WORDS};
+use super::{Encoded, Quota, Reservable, Sealed, SlotState, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
 use crate::quota::QuotaError;
 use std::time::Duration;
@@ -467,6 +467,21 @@ impl Sealed for Gcra {
     fn refund_step(&self, state: u64, written: u64, cost: u64) -> Step {
         Gcra::cancel_step(state, written, self.increment_ticks(cost))
     }
+
+    const JUDGES_BY_LEAD: bool = true;
+
+    #[inline]
+    fn lead_ticks(&self) -> u64 {
+        self.tolerance_ticks
+    }
+
+    #[inline]
+    fn judging_lead(self, lead_ticks: u64) -> Gcra {
+        Gcra {
+            judging_lead_ticks: lead_ticks,
+            ..self
+        }
+    }
 }
 
 impl Encoded for Gcra {
@@ -498,8 +513,6 @@ impl Encoded for Gcra {
 }
 
 impl Quota for Gcra {
-    type Instant = GcraInstant;
-
     #[inline]
     fn instant(&self, now: Timestamp) -> GcraInstant {
         let now_ns = now.as_ns();
@@ -572,21 +585,10 @@ impl Quota for Gcra {
     fn is_fresh(&self, tat: u64, now: GcraInstant) -> bool {
         tat <= now.0
     }
+}
 
-    const JUDGES_BY_LEAD: bool = true;
-
-    #[inline]
-    fn lead_ticks(&self) -> u64 {
-        self.tolerance_ticks
-    }
-
-    #[inline]
-    fn judging_lead(self, lead_ticks: u64) -> Gcra {
-        Gcra {
-            judging_lead_ticks: lead_ticks,
-            ..self
-        }
-    }
+impl SlotState for Gcra {
+    type Instant = GcraInstant;
 
     /// `tat` itself: the state resets at `tat`.
     #[inline]

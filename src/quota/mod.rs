@@ -54,6 +54,7 @@ mod fixed_window;
 mod gcra;
 mod reservable;
 mod sliding_window;
+mod state;
 mod window;
 
 pub(crate) use concurrency::Concurrency;
@@ -110,6 +111,24 @@ mod private {
         fn refund_step(&self, _state: u64, _written: u64, _cost: u64) -> super::Step {
             super::Step::Deny
         }
+
+        /// Whether a decision judges a reading behind a state by how far the quotas sharing the
+        /// state let it lead the reading that wrote it (GCRA, whose state is a time), rather
+        /// than by the state alone (windows, whose state names its window).
+        const JUDGES_BY_LEAD: bool = false;
+
+        /// How far ahead of the reading that wrote it a state written under this quota may be
+        /// (GCRA: its tolerance), in the state's units.
+        fn lead_ticks(&self) -> u64 {
+            0
+        }
+
+        /// This quota, judging a reading behind a state by a lead of `lead_ticks` (the largest
+        /// of the quotas sharing its state: a limiter's own and its tiers', so never below this
+        /// quota's own) rather than by its own.
+        fn judging_lead(self, _lead_ticks: u64) -> Self {
+            self
+        }
     }
 
     /// Seals [`Adjustable`](super::Adjustable): a quota as a few words, so that a
@@ -125,6 +144,7 @@ mod private {
     }
 }
 pub(crate) use private::{Encoded, Sealed};
+pub(crate) use state::SlotState;
 
 /// The most words a quota is encoded in, for a [`LiveLimiter`](crate::LiveLimiter) (GCRA's
 /// seven fields).
@@ -181,10 +201,7 @@ impl Adjustable for FixedWindow {}
 /// assert_eq!(quota.remaining(word, now), 0);
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
-pub trait Quota: Copy + Send + Sync + Debug + 'static + Sealed {
-    /// "Now" in the algorithm's own units, computed once per check from a [`Timestamp`].
-    type Instant: Copy + Debug + Send + Sync;
-
+pub trait Quota: SlotState + Sealed {
     /// The state word of a key never seen before.
     const FRESH: u64 = 0;
 
@@ -227,61 +244,6 @@ pub trait Quota: Copy + Send + Sync + Debug + 'static + Sealed {
     /// Whether `state` is equivalent at `now` to [`FRESH`](Self::FRESH): a keyed table may then
     /// reuse its slot for another key.
     fn is_fresh(&self, state: u64, now: Self::Instant) -> bool;
-
-    /// `None` if `state` is equivalent to fresh at `now` (as [`is_fresh`](Self::is_fresh)),
-    /// else a rank ordering live states by how soon they become fresh: of two states seen at
-    /// one `now`, the one with the smaller rank resets no later. One call where a keyed table
-    /// sorts its slots (cheaper than `is_fresh` and [`reset_after_ns`](Self::reset_after_ns),
-    /// which the table then computes for the one state it picks, if asked). Not part of the
-    /// API: only the keyed table calls it.
-    #[doc(hidden)]
-    fn freshness_rank(&self, state: u64, now: Self::Instant) -> Option<u64>;
-
-    /// Whether a decision judges a reading behind a state by how far the quotas sharing the
-    /// state let it lead the reading that wrote it (GCRA, whose state is a time), rather than by
-    /// the state alone (windows, whose state names its window). Not part of the API: for the
-    /// limiters and the reference models of their tests.
-    #[doc(hidden)]
-    const JUDGES_BY_LEAD: bool = false;
-
-    /// How far ahead of the reading that wrote it a state written under this quota may be
-    /// (GCRA: its tolerance), in the state's units. Not part of the API, as above.
-    #[doc(hidden)]
-    fn lead_ticks(&self) -> u64 {
-        0
-    }
-
-    /// This quota, judging a reading behind a state by a lead of `lead_ticks` (the largest of
-    /// the quotas sharing its state: a limiter's own and its tiers', so never below this
-    /// quota's own) rather than by its own. Not part of the API, as above.
-    #[doc(hidden)]
-    fn judging_lead(self, _lead_ticks: u64) -> Self {
-        self
-    }
-
-    /// `now` as a time word: a `u64` that orders instants as time does (GCRA: its ticks;
-    /// windows: nanoseconds since the clock's origin), the same for every quota sharing this
-    /// quota's state. Not part of the API: for the keyed table's new-key floor
-    /// (`src/keyed/protocol.rs`). Quotas without time keep the default, 0.
-    #[doc(hidden)]
-    fn time_word(&self, _now: Self::Instant) -> u64 {
-        0
-    }
-
-    /// `now`, or the instant of `time_word` (a [`time_word`](Self::time_word)) if that is
-    /// later. Not part of the API, as above.
-    #[doc(hidden)]
-    fn no_earlier_than(&self, now: Self::Instant, _time_word: u64) -> Self::Instant {
-        now
-    }
-
-    /// For a `state` fresh at `now` ([`is_fresh`](Self::is_fresh)): a time word no later than
-    /// `now` and no earlier than the moment the state became fresh. Not part of the API, as
-    /// above.
-    #[doc(hidden)]
-    fn fresh_since_word(&self, _state: u64, _now: Self::Instant) -> u64 {
-        0
-    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@
 //! figures).
 
 use super::window::{WindowInstant, WindowLength};
-use super::{Encoded, Quota, Sealed, Step, QUOTA_WORDS};
+use super::{Encoded, Quota, Sealed, SlotState, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
 use crate::quota::QuotaError;
 use std::time::Duration;
@@ -340,8 +340,6 @@ impl Sealed for SlidingWindow {
 }
 
 impl Quota for SlidingWindow {
-    type Instant = WindowInstant;
-
     #[inline]
     fn instant(&self, now: Timestamp) -> WindowInstant {
         self.length.instant(now)
@@ -427,6 +425,10 @@ impl Quota for SlidingWindow {
         view.current == 0
             && (view.previous as u128 * (window_ns - view.elapsed_ns as u128)) < window_ns
     }
+}
+
+impl SlotState for SlidingWindow {
+    type Instant = WindowInstant;
 
     /// Within the window judged in, a state with a current count resets after every state
     /// without one, and among either kind, the larger count resets later (see

@@ -15,7 +15,7 @@
 use super::SlidingLog;
 use crate::clock::Timestamp;
 use crate::quota::QuotaError;
-use crate::quota::{Quota, Sealed, Step};
+use crate::quota::{Quota, Sealed, SlotState, Step};
 use core::time::Duration;
 
 /// A sliding log's next position, as the keyed table's state word.
@@ -35,8 +35,6 @@ impl Sealed for LogPositions {
 }
 
 impl Quota for LogPositions {
-    type Instant = ();
-
     fn instant(&self, _now: Timestamp) {}
 
     fn step(&self, state: u64, _now: (), cost: u64) -> Step {
@@ -69,6 +67,10 @@ impl Quota for LogPositions {
     fn is_fresh(&self, state: u64, _now: ()) -> bool {
         state == Self::FRESH
     }
+}
+
+impl SlotState for LogPositions {
+    type Instant = ();
 
     fn freshness_rank(&self, state: u64, _now: ()) -> Option<u64> {
         (state != Self::FRESH).then_some(state)
