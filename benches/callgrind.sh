@@ -159,8 +159,7 @@ direct_cases+=(gcra_counted_allowed_default_clock gcra_counted_allowed_caller_ti
 keyed_cases=()
 for pattern in hot_key denied_key rotate_100k new_key new_key_full; do
     for implementation in loop_only nanolimit_hashed nanolimit_hashed_caller_time \
-        nanolimit_hashed_counted_caller_time nanolimit_exact nanolimit_exact_caller_time \
-        nanolimit_key_hash_caller_time; do
+        nanolimit_hashed_counted_caller_time nanolimit_exact nanolimit_exact_caller_time; do
         keyed_cases+=("$pattern/$implementation")
     done
 done

@@ -67,9 +67,8 @@ mod keyed_subjects;
 mod quota_spec;
 use governor_fake_clock::GovernorFakeClock;
 use keyed_quotas::{KeyedQuota, CALLER_TIME_STEP_NS};
-use keyed_subjects::{table_report, table_stored_keys, table_untracked_new_keys};
 use keyed_subjects::{CountedKeyed, GovernorKeyed, KeyedSubject};
-use nanolimit::{Exact, Gcra, Hashed, KeyHash, KeyedLimiter, ManualClock, QuantaClock, Timestamp};
+use nanolimit::{Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock};
 use quota_spec::QuotaSpec;
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -142,7 +141,6 @@ const IMPLEMENTATIONS: &[&str] = &[
     "nanolimit_hashed_counted_caller_time",
     "nanolimit_exact",
     "nanolimit_exact_caller_time",
-    "nanolimit_key_hash_caller_time",
     "governor_dashmap",
     "governor_dashmap_ahash",
     "governor_dashmap_fake_clock",
@@ -187,46 +185,6 @@ impl KeyedSubject for LoopOnly {
 
     fn state_report(&self) -> String {
         "checks nothing".to_string()
-    }
-}
-
-/// nanolimit's hashed table checked by a caller's hash ([`KeyHash`], the key's value standing
-/// for a flow hash the caller holds) at caller time: the table hashes nothing.
-struct KeyHashCallerTime(KeyedLimiter<u64, Gcra, ManualClock, Hashed>);
-
-impl KeyedSubject for KeyHashCallerTime {
-    const NAME: &'static str = "nanolimit_key_hash_caller_time";
-
-    type Timestamp = Timestamp;
-
-    fn build(quota: &QuotaSpec, capacity: usize) -> Self {
-        KeyHashCallerTime(KeyedSubject::build(quota, capacity))
-    }
-
-    fn now(&self) -> Timestamp {
-        self.0.now()
-    }
-
-    #[inline]
-    fn check_at(&self, key: u64, now: Timestamp) -> bool {
-        self.0.check_hash_at(KeyHash::new(key), now).is_allowed()
-    }
-
-    #[inline]
-    fn check_at_caller_ns(&self, key: u64, caller_ns: u64) -> bool {
-        self.check_at(key, Timestamp::saturating_from_ns(caller_ns))
-    }
-
-    fn stored_keys(&self) -> u64 {
-        table_stored_keys(&self.0.stats())
-    }
-
-    fn untracked_new_keys(&self) -> u64 {
-        table_untracked_new_keys(&self.0.stats())
-    }
-
-    fn state_report(&self) -> String {
-        table_report(self.0.bytes_per_key(), &self.0.stats())
     }
 }
 
@@ -504,7 +462,6 @@ fn run_case(case: &str, iterations: u64) -> Result<(), String> {
         "nanolimit_exact_caller_time" => {
             run::<KeyedLimiter<u64, Gcra, ManualClock, Exact>>(pattern, iterations)
         }
-        "nanolimit_key_hash_caller_time" => run::<KeyHashCallerTime>(pattern, iterations),
         "governor_dashmap" => run::<GovernorKeyed<std::hash::RandomState>>(pattern, iterations),
         "governor_dashmap_ahash" => run::<GovernorKeyed<ahash::RandomState>>(pattern, iterations),
         "governor_dashmap_fake_clock" => {

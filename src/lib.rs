@@ -25,7 +25,7 @@
 //! | block until the booked start | [`wait()`](Limiter::wait) / [`wait_with(request)`](Limiter::wait_with) | [`wait(&key)`](KeyedLimiter::wait) / [`wait_with(&key, request)`](KeyedLimiter::wait_with) |
 //!
 //! Reservations, waits (async ones with the `tokio` feature) and the [`LeakyBucket`] queue are
-//! described in [`throttle`].
+//! described in the [`Reservation`] documentation.
 //!
 //! ```
 //! use nanolimit::{Gcra, Limiter, ManualClock, Request};
@@ -71,65 +71,58 @@
 //!
 //! The modules follow the layers: [`quota`] (pure step functions) → the compare-and-swap driver
 //! and the operations it applies (check, reserve, cancel) → [`Decision`] and [`Request`] → the
-//! limiters ([`Limiter`], [`keyed`], [`striped`], [`sliding_log`], [`inflight`]) → [`throttle`] (reservations
+//! limiters ([`Limiter`], [`keyed`], [`striped`], [`sliding_log`], [`inflight`]) (reservations
 //! and waits) → [`clock`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod quota;
-
-pub mod composite;
-
 mod engine;
-
-mod direct;
-pub mod inflight;
-pub mod keyed;
-pub mod live;
-pub mod sliding_log;
-pub mod striped;
-pub mod throttle;
-
-#[cfg(feature = "http")]
-pub mod http;
-
-#[cfg(feature = "redis")]
-pub mod redis;
-
-pub mod clock;
-
-pub mod counters;
-
+mod limiter;
+mod store;
 mod sync;
 mod thread_index;
 
-pub use quota::{FixedWindow, Gcra, Quota, Reservable, SlidingWindow, Step};
+pub mod clock;
+pub mod composite;
+pub mod inflight;
+pub mod live;
+pub mod quota;
+pub mod sliding_log;
+pub mod striped;
 
-pub use clock::TimestampError;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "redis")]
+pub mod redis;
+
+pub use limiter::counters;
+pub use limiter::keyed;
+
+#[cfg(feature = "tokio")]
+pub use clock::TokioClock;
+#[cfg(not(nanolimit_loom))]
+pub use clock::UpkeepClock;
+pub use clock::{Clock, ManualClock, QuantaClock, Timestamp, TimestampError};
 pub use composite::{Composite, CompositeDecision};
+pub use counters::Totals;
 pub use engine::decision::{Decision, RateLimitHeaders};
 pub use engine::error::RequestError;
 pub use engine::request::{Request, Tier};
-pub use quota::QuotaError;
-
-pub use counters::Totals;
-pub use direct::Limiter;
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
 pub use keyed::{
-    Exact, ExactKey, ExactKeyedLimiter, Hashed, KeyHash, KeyMode, KeyedLimiter,
-    KeyedLimiterBuilder, KeyedStats, TableError, WhenFull,
+    Exact, ExactKey, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, TableError,
+    WhenFull,
 };
+pub use limiter::direct::Limiter;
+pub use limiter::leaky_bucket::LeakyBucket;
+pub use limiter::rate_limit::RateLimit;
+pub use limiter::reservation::Reservation;
+pub use limiter::wait::WaitError;
 pub use live::LiveLimiter;
 pub use quota::Adjustable;
+pub use quota::{FixedWindow, Gcra, Quota, QuotaError, Reservable, SlidingWindow, Step};
 pub use sliding_log::SlidingLogLimiter;
 pub use striped::StripedLimiter;
-#[cfg(feature = "tokio")]
-pub use throttle::TokioClock;
-pub use throttle::{LeakyBucket, Reservation, WaitError};
-
-#[cfg(not(nanolimit_loom))]
-pub use clock::UpkeepClock;
-pub use clock::{Clock, ManualClock, QuantaClock, Timestamp};
 
 /// The README's examples, compiled and run as doc tests (with the `tokio` feature, which one of
 /// them uses; `bash .ci/test-all` turns every feature on).

@@ -28,7 +28,7 @@ use crate::quotas::AlgorithmKind;
 use crate::{Context, Job, LimiterKind, MeasuredRun};
 use crossbeam_utils::CachePadded;
 use nanolimit::composite::Composite;
-use nanolimit::composite::Member;
+use nanolimit::RateLimit;
 use nanolimit::{Clock, Gcra, KeyedLimiter, Limiter, QuantaClock, StripedLimiter};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -70,7 +70,7 @@ struct CompositeWorker<'limits, Global> {
     keys: Keys,
 }
 
-impl<Global: Member<u64>> Worker for CompositeWorker<'_, Global> {
+impl<Global: RateLimit<u64>> Worker for CompositeWorker<'_, Global> {
     #[inline]
     fn operate(&mut self) -> Outcome {
         let key = self.keys.next_key();

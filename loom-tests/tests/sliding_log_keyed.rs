@@ -17,7 +17,8 @@
 //! `RUSTFLAGS="--cfg nanolimit_loom" cargo test --release --manifest-path loom-tests/Cargo.toml --test sliding_log_keyed`
 
 use loom::sync::Arc;
-use nanolimit::sliding_log::{ExactKeyedSlidingLogLimiter, KeyedSlidingLogLimiter, SlidingLog};
+use nanolimit::sliding_log::{KeyedSlidingLogLimiter, SlidingLog};
+use nanolimit::Exact;
 use nanolimit::{ManualClock, Request, WhenFull};
 use nanolimit_loom_tests::{
     at, explore, run_concurrently, ModelThread, UNREACHED_PREEMPTION_BOUND,
@@ -33,7 +34,7 @@ const NEW_KEY: u64 = 200;
 /// Keys that hold the table's other seven slots, with units in the window throughout.
 const LIVE_KEYS: std::ops::Range<u64> = 101..108;
 
-type Limiter = ExactKeyedSlidingLogLimiter<u64, ManualClock>;
+type Limiter = KeyedSlidingLogLimiter<u64, ManualClock, Exact>;
 
 /// The bound of the models where a check races an insert that takes its key's slot: their
 /// executions pass through the insert path's survey of eight slots, and unbounded they run for

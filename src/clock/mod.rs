@@ -22,6 +22,8 @@ mod human;
 mod manual;
 mod quanta;
 mod timestamp;
+#[cfg(feature = "tokio")]
+mod tokio;
 #[cfg(not(nanolimit_loom))]
 mod upkeep;
 
@@ -29,6 +31,8 @@ pub(crate) use human::HumanDuration;
 pub use manual::ManualClock;
 pub use quanta::QuantaClock;
 pub use timestamp::{Timestamp, TimestampError};
+#[cfg(feature = "tokio")]
+pub use tokio::TokioClock;
 #[cfg(not(nanolimit_loom))]
 pub use upkeep::UpkeepClock;
 

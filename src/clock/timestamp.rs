@@ -169,7 +169,7 @@ impl From<Timestamp> for Duration {
     }
 }
 
-/// Why a [`Timestamp`](crate::Timestamp) could not be made.
+/// Why a [`Timestamp`] could not be made.
 ///
 /// ```
 /// use nanolimit::{Timestamp, TimestampError};

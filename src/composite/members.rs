@@ -1,9 +1,9 @@
 //! A composite's members as a tuple: the one core of every composite check (consume in order,
 //! give back on a later denial) and of every peek, and the members' decisions as a tuple.
 
-use super::member::{Held, MemberCore};
 use crate::clock::Timestamp;
 use crate::engine::decision::{Decision, RateLimitHeaders};
+use crate::limiter::rate_limit::{Held, RateLimit};
 use std::time::Duration;
 
 mod private {
@@ -51,7 +51,7 @@ mod private {
 pub(crate) use private::{DecisionsCore, MembersCore};
 
 /// The members of a [`Composite`](super::Composite) checked with keys of type `K`: a tuple of
-/// two to four [`Member`](super::Member)s, checked in the tuple's order. Sealed.
+/// two to four [`RateLimit`]s, checked in the tuple's order. Sealed.
 ///
 /// ```
 /// use nanolimit::composite::Members;
@@ -86,18 +86,18 @@ impl<T: DecisionsCore> MemberDecisions for T {}
 /// types `$member`.
 macro_rules! members_tuple {
     ($count:literal; $($index:tt $member:ident),+) => {
-        impl<K: ?Sized, $($member: MemberCore<K>),+> MembersCore<K> for ($($member,)+) {
+        impl<K: ?Sized, $($member: RateLimit<K>),+> MembersCore<K> for ($($member,)+) {
             type Decisions = ($(Decision<$member::Quota>,)+);
 
             #[inline]
             fn first_member_now(&self) -> Timestamp {
-                self.0.member_now()
+                self.0.now()
             }
 
             #[inline]
             fn smallest_limit(&self) -> u64 {
                 let mut smallest = u64::MAX;
-                $(smallest = smallest.min(self.$index.member_limit());)+
+                $(smallest = smallest.min(self.$index.limit());)+
                 smallest
             }
 
@@ -119,18 +119,19 @@ macro_rules! members_tuple {
                         decision
                     },
                 )+);
+                $(self.$index.record(true, cost);)+
                 (true, decisions)
             }
 
             #[inline]
             fn peek_all(&self, key: &K, cost: u64, now: Timestamp) -> (bool, Self::Decisions) {
-                let decisions = ($(self.$index.member_peek(key, cost, now, $index + 1 == $count),)+);
+                let decisions = ($(self.$index.peek_at(key, cost, now, $index + 1 == $count),)+);
                 let allowed = true $(&& decisions.$index.is_allowed())+;
                 (allowed, decisions)
             }
         }
 
-        impl<$($member: MemberCore<K>),+, K: ?Sized> MembersRefund<K> for ($($member,)+) {
+        impl<$($member: RateLimit<K>),+, K: ?Sized> MembersRefund<K> for ($($member,)+) {
             type Found = ($(Option<Decision<$member::Quota>>,)+);
 
             #[inline]
@@ -149,6 +150,7 @@ macro_rules! members_tuple {
                 cost: u64,
                 now: Timestamp,
             ) -> <Self as MembersCore<K>>::Decisions {
+                $(self.$index.record(false, cost);)+
                 // Latest first: the members consumed before the denier, in reverse order (so a
                 // limiter that is a member twice is undone as reservations are).
                 for index in (0..denier).rev() {
@@ -161,12 +163,12 @@ macro_rules! members_tuple {
                 // member is chosen from.
                 ($(match found.$index {
                     Some(decision) => decision,
-                    None => self.$index.member_peek(key, cost, now, $index + 1 == $count),
+                    None => self.$index.peek_at(key, cost, now, $index + 1 == $count),
                 },)+)
             }
         }
 
-        impl<$($member: crate::Quota),+> DecisionsCore for ($(Decision<$member>,)+) {
+        impl<$($member: crate::quota::Quota),+> DecisionsCore for ($(Decision<$member>,)+) {
             const COUNT: usize = $count;
 
             fn allowed(&self, index: usize) -> bool {

@@ -5,7 +5,6 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | [`Composite`] and its operations; the protocol and its guarantees |
-//! | `member.rs` | [`Member`]: what a direct or keyed limiter does for a composite |
 //! | `members.rs` | [`Members`], [`MemberDecisions`]: the members as a tuple, and the one core of every check |
 //! | `decision.rs` | [`CompositeDecision`] and the binding member |
 //!
@@ -105,11 +104,9 @@
 //! ```
 
 mod decision;
-mod member;
 mod members;
 
 pub use decision::CompositeDecision;
-pub use member::Member;
 pub use members::{MemberDecisions, Members};
 
 use crate::clock::Timestamp;
@@ -120,7 +117,7 @@ use members::MembersCore;
 /// Several limits checked as one, all or nothing: see the [module documentation](self) for
 /// the members, the protocol and its guarantees.
 ///
-/// `M` is a tuple of two to four [`Member`]s, checked in its order.
+/// `M` is a tuple of two to four [`RateLimit`](crate::RateLimit)s, checked in its order.
 ///
 /// ```
 /// use nanolimit::composite::Composite;
@@ -146,7 +143,7 @@ pub struct Composite<M> {
 }
 
 impl<M> Composite<M> {
-    /// A composite of `members`, a tuple of two to four [`Member`]s, checked in its order (put
+    /// A composite of `members`, a tuple of two to four [`RateLimit`](crate::RateLimit)s, checked in its order (put
     /// the member most likely to deny first: see [the guarantees](self#guarantees)).
     ///
     /// ```

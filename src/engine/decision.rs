@@ -62,14 +62,44 @@ enum Entry {
     Fallback,
 }
 
-/// Why a full table refused a new key, and the state that says until when.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Refusal {
-    /// Every slot the key may use is live; this one (its state, if the key has any slot) becomes
-    /// fresh first.
-    UntilFresh(Option<u64>),
-    /// The state an eviction would have the key inherit denies its cost.
-    UntilAdmitted(u64),
+/// What a store found for one key: the outcome, the word it is judged on, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Judged<I> {
+    pub(crate) outcome: Outcome,
+    /// The word written (admitted), the word observed (denied, peeked), the state a new key
+    /// starts from or inherits, or the state a refused new key waits on.
+    pub(crate) word: u64,
+    /// The time the word was judged at: the caller's reading, or for a new key no earlier
+    /// than its shard's floor (the keyed table's "keys that come back").
+    pub(crate) now: I,
+}
+
+/// What became of one key's request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// A key the store holds, admitted: `word` was stored.
+    Allowed,
+    /// A key the store holds, denied (or peeked and found wanting): `word` was observed.
+    Denied,
+    /// A new key admitted and inserted: its first state is `word`.
+    Inserted,
+    /// A new key a full table admitted without tracking it: `word` is what a fresh key would
+    /// hold after the request.
+    Untracked,
+    /// A new key a full table refused: it waits until `word` (the state of the candidate that
+    /// frees first, or the first state if none exists) is fresh.
+    RefusedUntilFresh,
+    /// A new key refused on the state it would inherit by eviction: it waits until `word`
+    /// admits its cost.
+    RefusedUntilAdmitted,
+}
+
+impl<I> Judged<I> {
+    /// A judgement of `outcome` on `word` at `now`.
+    #[inline]
+    pub(crate) fn new(outcome: Outcome, word: u64, now: I) -> Judged<I> {
+        Judged { outcome, word, now }
+    }
 }
 
 impl<Q: Quota> Decision<Q> {
@@ -86,67 +116,34 @@ impl<Q: Quota> Decision<Q> {
         }
     }
 
-    /// An admission that inserted its key into the table: its first state is `state`.
-    #[cold]
-    pub(crate) fn inserted(cost: u64, state: u64, now: Q::Instant, quota: Q) -> Self {
-        Decision {
-            entry: Entry::Inserted,
-            ..Decision::new(true, cost, state, now, quota)
-        }
-    }
-
-    /// This decision, its outcome restated as `allowed` (what it already is): for a caller that
-    /// knows the outcome from a branch, so that the compiler sees a constant, not a `bool` read
-    /// back from memory.
+    /// The decision a store's judgement of a request of `cost` stands for, under `quota`. A
+    /// new key refused by a full table reports nothing remaining, and a wait of at least 1 ns
+    /// (it never reads as "retry now"; computed only if asked); a cost of zero still passes
+    /// (it asks for nothing).
     #[inline]
-    pub(crate) fn with_allowed(self, allowed: bool) -> Self {
-        debug_assert_eq!(
-            self.allowed, allowed,
-            "the outcome is restated, never changed"
-        );
-        Decision { allowed, ..self }
+    pub(crate) fn judged(judged: Judged<Q::Instant>, cost: u64, quota: Q) -> Self {
+        let (allowed, entry) = match judged.outcome {
+            Outcome::Allowed => (true, Entry::Tracked),
+            Outcome::Denied => (false, Entry::Tracked),
+            Outcome::Inserted => (true, Entry::Inserted),
+            Outcome::Untracked => (true, Entry::Untracked),
+            Outcome::RefusedUntilFresh => (cost == 0, Entry::RefusedUntilFresh),
+            Outcome::RefusedUntilAdmitted => (cost == 0, Entry::RefusedUntilAdmitted),
+        };
+        Decision {
+            allowed,
+            entry,
+            cost,
+            state: judged.word,
+            now: judged.now,
+            quota,
+        }
     }
 
     /// Whether this admission inserted its key (a keyed table's first write for it).
     #[inline]
     pub(crate) fn inserted_its_key(&self) -> bool {
         self.entry == Entry::Inserted
-    }
-
-    /// A new key admitted by a full table without being tracked: it reports what a fresh key
-    /// would after this decision, whose state is `state` (the fresh state after the cost for a
-    /// check, the fresh state itself for a peek).
-    #[cold]
-    pub(crate) fn untracked(cost: u64, state: u64, now: Q::Instant, quota: Q) -> Self {
-        Decision {
-            allowed: true,
-            entry: Entry::Untracked,
-            cost,
-            state,
-            now,
-            quota,
-        }
-    }
-
-    /// A new key refused by a full table: nothing remains for it, and it may retry once one of
-    /// the slots it may use frees, or the state it would inherit admits it (at least 1 ns from
-    /// now, so it never reads as "retry now"; computed only if asked). A cost of zero still
-    /// passes (it asks for nothing).
-    #[cold]
-    pub(crate) fn refused(cost: u64, refusal: Refusal, now: Q::Instant, quota: Q) -> Self {
-        let (entry, state) = match refusal {
-            // A key with no slot at all (none exists) may retry at once: 1 ns.
-            Refusal::UntilFresh(state) => (Entry::RefusedUntilFresh, state.unwrap_or(Q::FRESH)),
-            Refusal::UntilAdmitted(state) => (Entry::RefusedUntilAdmitted, state),
-        };
-        Decision {
-            allowed: cost == 0,
-            entry,
-            cost,
-            state,
-            now,
-            quota,
-        }
     }
 
     /// A decision the failure policy of a limiter on a shared store made, the store being out of

@@ -5,10 +5,10 @@
 //! [`Reservable`]).
 
 use crate::engine::request::JudgingLead;
-use crate::quota::{Concurrency, Quota, Reservable, Step};
+use crate::quota::{Concurrency, Quota, Reservable, SlotState, Step};
 
 /// One operation on a state word: the step the driver applies.
-pub(crate) trait Operation<Q: Quota>: Copy {
+pub(crate) trait Operation<Q: SlotState>: Copy {
     /// The step for `cost` at `now` on `state`, under `quota`.
     fn step(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step;
 }
@@ -87,6 +87,14 @@ impl<Q: Quota> Operation<Q> for Refund {
     #[inline]
     fn step(&self, quota: &Q, state: u64, _now: Q::Instant, _cost: u64) -> Step {
         quota.refund_step(state, self.written, self.cost)
+    }
+}
+
+/// A keyed in-flight acquire: `cost` more units in flight, if they fit.
+impl Operation<Concurrency> for Consume {
+    #[inline]
+    fn step(&self, quota: &Concurrency, state: u64, _now: (), cost: u64) -> Step {
+        quota.acquire_step(state, cost)
     }
 }
 

@@ -2,16 +2,16 @@
 
 use super::headers::HeaderOptions;
 use super::key::{GlobalKey, KeyExtractor, KeyRejection, RequestHead};
-use super::limiter::HttpLimiter;
 use super::service::RateLimitService;
 use crate::clock::Clock;
-use crate::counters::stripes::Stripes;
-use crate::counters::Counting;
-use crate::direct::Limiter;
 #[cfg(feature = "tokio")]
 use crate::engine::request::Request as LimitRequest;
 use crate::engine::request::Tier;
-use crate::keyed::{KeyMode, KeyedLimiter};
+use crate::limiter::counters::stripes::Stripes;
+use crate::limiter::counters::Counting;
+use crate::limiter::direct::Limiter;
+use crate::limiter::keyed::{KeyMode, KeyedLimiter};
+use crate::limiter::rate_limit::RateLimit;
 use crate::quota::Quota;
 use core::fmt;
 use http::header::{HeaderMap, HeaderName};
@@ -282,11 +282,11 @@ where
 
 impl<L, X, Q> RateLimitLayer<L, X, Q>
 where
-    L: HttpLimiter<X::Key, Quota = Q>,
+    L: RateLimit<X::Key, Quota = Q>,
     X: KeyExtractor,
     Q: Quota,
 {
-    /// A layer over any limiter the layer can check ([`HttpLimiter`]), keyed by `extractor`.
+    /// A layer over any limiter the layer can check ([`RateLimit`]), keyed by `extractor`.
     pub fn with_extractor(limiter: Arc<L>, extractor: X) -> Self {
         RateLimitLayer {
             shared: Arc::new(Shared {
@@ -400,7 +400,7 @@ where
 #[cfg(feature = "tokio")]
 impl<L, X, Q> RateLimitLayer<L, X, Q>
 where
-    L: super::limiter::HttpReservingLimiter<X::Key, Quota = Q>,
+    L: RateLimit<X::Key, Quota = Q>,
     X: KeyExtractor,
     Q: crate::quota::Reservable,
 {
@@ -416,7 +416,7 @@ where
             request: LimitRequest<Q>,
         ) -> Option<Result<std::time::Duration, ()>>
         where
-            L: super::limiter::HttpReservingLimiter<K, Quota = Q>,
+            L: RateLimit<K, Quota = Q>,
             K: ?Sized,
             Q: crate::quota::Reservable,
         {

@@ -6,13 +6,12 @@
 //! | [`RateLimitLayer`] | the layer: a direct or keyed limiter in front of a service, its modes ([`Mode`], delay) and options |
 //! | [`KeyExtractor`]: [`PeerIp`], [`HeaderKey`], [`GlobalKey`], [`KeyFn`] | what a request is limited by; trusted proxies; IPv6 prefixes |
 //! | [`HeaderOptions`] | the response headers from a [`Decision`](crate::Decision), usable without tower |
-//! | [`HttpLimiter`] | the limiters the layer can check |
+//! | [`RateLimit`](crate::RateLimit) | the limiters the layer can check |
 
 mod future;
 mod headers;
 mod key;
 mod layer;
-mod limiter;
 mod service;
 
 pub use future::ResponseFuture;
@@ -22,5 +21,4 @@ pub use key::{
     PeerIp, RequestHead, MAX_FORWARDING_HEADER_BYTES,
 };
 pub use layer::{LayerStats, Mode, RateLimitLayer, Rejected, RejectionReason};
-pub use limiter::{HttpLimiter, HttpReservingLimiter};
 pub use service::RateLimitService;

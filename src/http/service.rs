@@ -6,10 +6,10 @@ use super::future::merge_headers;
 use super::future::ResponseFuture;
 use super::key::{KeyExtractor, KeyRejection, RequestHead};
 use super::layer::{LayerEvent, Mode, Rejected, RejectionReason, Shared, SHADOW_MARK};
-use super::limiter::HttpLimiter;
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request as LimitRequest;
+use crate::limiter::rate_limit::RateLimit;
 use crate::quota::Quota;
 use core::fmt;
 use core::task::{Context, Poll};
@@ -64,7 +64,7 @@ enum Verdict<Q: Quota> {
 
 impl<L, X, Q> Shared<L, X, Q>
 where
-    L: HttpLimiter<X::Key, Quota = Q>,
+    L: RateLimit<X::Key, Quota = Q>,
     X: KeyExtractor,
     Q: Quota,
 {
@@ -74,7 +74,7 @@ where
     #[inline]
     fn check_plainly<B>(&self, request: &Request<B>) -> PlainlyChecked<Q> {
         self.extractor.with_key(request, |key| {
-            let decision = self.limiter.check_one(key);
+            let decision = self.limiter.check(key);
             if decision.is_allowed() {
                 None
             } else {
@@ -122,7 +122,7 @@ where
         let plain = self.cost.is_none() && self.tier.is_none();
         let decided = self.extractor.with_key(request, |key| {
             let checked = if plain {
-                Ok(self.limiter.check_one(key))
+                Ok(self.limiter.check(key))
             } else {
                 self.limiter.check_with(key, limit_request)
             };
@@ -249,7 +249,7 @@ where
     S::Error: Send + 'static,
     B: Send + 'static,
     ResBody: From<String> + Send + 'static,
-    L: HttpLimiter<X::Key, Quota = Q>,
+    L: RateLimit<X::Key, Quota = Q>,
     X: KeyExtractor,
     Q: Quota,
 {
@@ -289,7 +289,7 @@ where
 
 impl<S, L, X, Q> RateLimitService<S, L, X, Q>
 where
-    L: HttpLimiter<X::Key, Quota = Q>,
+    L: RateLimit<X::Key, Quota = Q>,
     X: KeyExtractor,
     Q: Quota,
 {

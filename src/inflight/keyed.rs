@@ -51,15 +51,16 @@
 use super::keyed_error::{KeyedInFlightError, KeyedTryAcquireError};
 use super::keyed_permit::KeyedPermit;
 use super::{AboveLimit, Busy};
-use crate::clock::{Clock, Timestamp};
+use crate::engine::decision::Outcome;
 use crate::engine::operation::{Consume, Release};
-use crate::keyed::{
-    Exact, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, WhenFull,
+use crate::quota::Concurrency;
+use crate::store::table::{
+    Exact, Hashed, KeyIdentity, KeyMarker, KeyMode, KeyedStats, Located, SlotOps, Table,
+    TableOptions, WhenFull,
 };
-use crate::quota::{Concurrency, Quota};
-use crate::throttle::KeyIdentity;
 use core::fmt;
 use core::hash::Hash;
+use core::marker::PhantomData;
 
 pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 
@@ -67,7 +68,7 @@ pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 /// of its key until it is dropped.
 ///
 /// The keyed form of [`InFlightLimiter`](super::InFlightLimiter), on the bounded, sharded table
-/// of [`KeyedLimiter`] (the same sizing, memory and [`WhenFull`] policies). Acquiring for a key
+/// of [`KeyedLimiter`](crate::KeyedLimiter) (the same sizing, memory and [`WhenFull`] policies). Acquiring for a key
 /// the table holds is lock-free (one compare-and-swap); a new key takes its shard's insert lock,
 /// as in a keyed rate limiter; a release looks its key up again and makes one compare-and-swap.
 /// An entry with nothing in flight is fresh: the table may reuse its slot for another key.
@@ -85,7 +86,7 @@ pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 ///   nowhere: while the table stays full such a key has no limit, which is what failing open
 ///   means).
 /// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
-///   hashes share one entry and one limit, as in [`KeyedLimiter`]; [`Exact`] keys never do.
+///   hashes share one entry and one limit, as in [`KeyedLimiter`](crate::KeyedLimiter); [`Exact`] keys never do.
 /// - **No retry-after**, as the direct limiter: [`Busy`] reports the limit, the key's units in
 ///   flight, what remains and what was requested.
 ///
@@ -107,23 +108,10 @@ pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct KeyedInFlightLimiter<K: ?Sized, M: KeyMode<K> = Hashed> {
-    table: KeyedLimiter<K, Concurrency, NoClock, M>,
+    table: Table<M::Slot>,
+    quota: Concurrency,
+    key: PhantomData<fn(&K)>,
 }
-
-/// A keyed in-flight limiter storing integer keys (up to 128 bits: IPv4, IPv6, `u64` ids)
-/// exactly (see [`Exact`]).
-///
-/// ```
-/// use nanolimit::inflight::{ExactKeyedInFlightLimiter, KeyedInFlightLimiter};
-/// use std::net::Ipv4Addr;
-///
-/// let per_client: ExactKeyedInFlightLimiter<Ipv4Addr> =
-///     KeyedInFlightLimiter::builder(4).capacity(10_000).exact_keys().build()?;
-/// let _permit = per_client.try_acquire(&Ipv4Addr::LOCALHOST)?;
-/// assert_eq!(per_client.remaining(&Ipv4Addr::LOCALHOST), 3);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub type ExactKeyedInFlightLimiter<K> = KeyedInFlightLimiter<K, Exact>;
 
 impl<K: ?Sized, M: KeyMode<K>> fmt::Debug for KeyedInFlightLimiter<K, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -156,12 +144,13 @@ impl<K: Hash + ?Sized> KeyedInFlightLimiter<K, Hashed> {
     }
 
     /// A builder for a limiter of `max_in_flight` units per key, with the default capacity
-    /// ([`KeyedLimiter::DEFAULT_CAPACITY`]) and shards, [`WhenFull::Deny`] and [`Hashed`] keys.
+    /// (65,536 keys) and shards, [`WhenFull::Deny`] and [`Hashed`] keys.
     /// The limit is checked by [`build`](KeyedInFlightLimiterBuilder::build).
     pub fn builder(max_in_flight: u64) -> KeyedInFlightLimiterBuilder<K, Hashed> {
         KeyedInFlightLimiterBuilder {
             limit: max_in_flight,
-            table: KeyedLimiterBuilder::with_defaults(Concurrency::new(max_in_flight), NoClock),
+            table: TableOptions::default(),
+            marker: PhantomData,
         }
     }
 }
@@ -225,7 +214,7 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
 
     /// The limit: the most units one key may have in flight.
     pub fn limit(&self) -> u64 {
-        self.table.quota().limit()
+        self.quota.limit()
     }
 
     /// Units `key`'s permits hold now: 0 for a key the table does not hold. Inserts nothing.
@@ -239,7 +228,10 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn in_flight(&self, key: &K) -> u64 {
-        Concurrency::in_flight(self.table.peek(key).state_word())
+        match self.peek(key) {
+            Some(word) => Concurrency::in_flight(word),
+            None => 0,
+        }
     }
 
     /// Units `key` could take now: the limit less its units in flight; for a key the table does
@@ -255,7 +247,10 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn remaining(&self, key: &K) -> u64 {
-        self.table.peek(key).remaining()
+        match self.peek(key) {
+            Some(word) => self.quota.remaining(word),
+            None => 0,
+        }
     }
 
     /// How many live keys the table was sized for (as requested at construction).
@@ -263,14 +258,14 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
         self.table.capacity()
     }
 
-    /// How many slots the table has (see [`KeyedLimiter::slots`]).
+    /// How many slots the table has (see [`KeyedLimiter::slots`](crate::KeyedLimiter::slots)).
     pub fn slots(&self) -> usize {
-        self.table.slots()
+        self.table.slot_count()
     }
 
     /// The number of shards.
     pub fn shards(&self) -> usize {
-        self.table.shards()
+        self.table.shard_count()
     }
 
     /// Total bytes the table occupies, fixed at construction.
@@ -281,7 +276,7 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     /// Bytes per key of capacity, all overhead included, rounded to the nearest byte (the
     /// keyed rate limiters' figures: 25.5 for [`Hashed`] keys, 31.25 for [`Exact`] ones).
     pub fn bytes_per_key(&self) -> usize {
-        self.table.bytes_per_key()
+        (self.memory_bytes() + self.capacity() / 2) / self.capacity()
     }
 
     /// How many slots hold an entry, with units in flight or fresh (entries are never removed,
@@ -307,20 +302,25 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     /// Takes `units` (1 to the limit) of `key`.
     #[inline]
     fn try_take(&self, key: &K, units: u64) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
-        let (decision, named) =
-            self.table
-                .decide_naming_key(Consume, key, self.table.quota(), units, ());
-        let in_flight = Concurrency::in_flight(decision.state_word());
-        match (decision.is_allowed(), decision.is_untracked()) {
-            (true, false) => Ok(KeyedPermit::tracked(self, named, units, in_flight)),
-            (true, true) => Ok(KeyedPermit::untracked(self, units)),
-            (false, false) => Err(KeyedTryAcquireError::Busy(Busy {
+        let at = self.locate(key);
+        // Named before the acquire's compare-and-swap (see `Table::name`).
+        let named = self.table.name(&at);
+        let judged = self.table.decide(Consume, at, &self.quota, units, ());
+        let in_flight = Concurrency::in_flight(judged.word);
+        match judged.outcome {
+            Outcome::Allowed | Outcome::Inserted => {
+                Ok(KeyedPermit::tracked(self, named, units, in_flight))
+            }
+            Outcome::Untracked => Ok(KeyedPermit::untracked(self, units)),
+            Outcome::Denied => Err(KeyedTryAcquireError::Busy(Busy {
                 limit: self.limit(),
                 in_flight,
                 requested: units,
                 queued: false,
             })),
-            (false, true) => Err(KeyedTryAcquireError::TableFull),
+            Outcome::RefusedUntilFresh | Outcome::RefusedUntilAdmitted => {
+                Err(KeyedTryAcquireError::TableFull)
+            }
         }
     }
 
@@ -328,7 +328,27 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     /// in flight there (always, unless an invariant of the module documentation is broken).
     #[inline]
     pub(super) fn release(&self, named: &KeyIdentity, units: u64) -> bool {
-        self.table.apply_for_named_key(Release { units }, named, ())
+        let at = self.table.locate_named(named);
+        self.table
+            .apply_if_present(Release { units }, &at, &self.quota, ())
+    }
+
+    /// The word of `key` as a check of one unit would judge it now, writing and inserting
+    /// nothing; `None` for a new key a full table would refuse.
+    fn peek(&self, key: &K) -> Option<u64> {
+        let judged = self
+            .table
+            .peek(Consume, &self.locate(key), &self.quota, 1, ());
+        match judged.outcome {
+            Outcome::RefusedUntilFresh | Outcome::RefusedUntilAdmitted => None,
+            _ => Some(judged.word),
+        }
+    }
+
+    /// Where `key` lives in the table.
+    #[inline]
+    fn locate(&self, key: &K) -> Located<<M::Slot as SlotOps>::Identity> {
+        self.table.locate::<K, M>(key)
     }
 }
 
@@ -352,21 +372,22 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
 pub struct KeyedInFlightLimiterBuilder<K: ?Sized, M> {
     limit: u64,
     /// The table's options, checked and applied by [`build`](Self::build).
-    table: KeyedLimiterBuilder<K, Concurrency, NoClock, M>,
+    table: TableOptions,
+    marker: KeyMarker<K, M>,
 }
 
 impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
     /// How many live keys (keys with units in flight) the table is sized for (see
     /// [`KeyedLimiterBuilder::capacity`](crate::KeyedLimiterBuilder::capacity)).
     pub fn capacity(mut self, capacity: usize) -> Self {
-        self.table = self.table.capacity(capacity);
+        self.table.capacity = capacity;
         self
     }
 
     /// The number of shards, a power of two (see
     /// [`KeyedLimiterBuilder::shards`](crate::KeyedLimiterBuilder::shards)).
     pub fn shards(mut self, shards: usize) -> Self {
-        self.table = self.table.shards(shards);
+        self.table.shards = Some(shards);
         self
     }
 
@@ -384,14 +405,14 @@ impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
     /// assert_eq!(evicting.unwrap_err(), KeyedInFlightError::EvictionNotSupported);
     /// ```
     pub fn when_full(mut self, when_full: WhenFull) -> Self {
-        self.table = self.table.when_full(when_full);
+        self.table.when_full = when_full;
         self
     }
 
     /// Fixes the hash seed, for reproducible placement in tests (see
     /// [`KeyedLimiterBuilder::seed`](crate::KeyedLimiterBuilder::seed): not in production).
     pub fn seed(mut self, seed: u64) -> Self {
-        self.table = self.table.seed(seed);
+        self.table.seed = Some(seed);
         self
     }
 
@@ -399,7 +420,8 @@ impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
     pub fn key_mode<M2>(self) -> KeyedInFlightLimiterBuilder<K, M2> {
         KeyedInFlightLimiterBuilder {
             limit: self.limit,
-            table: self.table.key_mode::<M2>(),
+            table: self.table,
+            marker: PhantomData,
         }
     }
 
@@ -435,22 +457,13 @@ impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
         if self.limit > MAX_KEYED_IN_FLIGHT {
             return Err(KeyedInFlightError::LimitAboveMaximum { limit: self.limit });
         }
-        if self.table.when_full_policy() == WhenFull::EvictClosestToFresh {
+        if self.table.when_full == WhenFull::EvictClosestToFresh {
             return Err(KeyedInFlightError::EvictionNotSupported);
         }
         Ok(KeyedInFlightLimiter {
-            table: self.table.build()?,
+            table: Table::new(&self.table)?,
+            quota: Concurrency::new(self.limit),
+            key: PhantomData,
         })
-    }
-}
-
-/// The clock of the table: never read for a decision (the quota's instant is `()`); a peek
-/// reads it and gets the origin.
-#[derive(Debug, Clone, Copy)]
-struct NoClock;
-
-impl Clock for NoClock {
-    fn now(&self) -> Timestamp {
-        Timestamp::ORIGIN
     }
 }

@@ -2,7 +2,7 @@
 
 use super::keyed::MAX_KEYED_IN_FLIGHT;
 use super::{AboveLimit, Busy};
-use crate::keyed::TableError;
+use crate::store::table::TableError;
 use core::fmt;
 
 /// Why a [`KeyedInFlightLimiter`](super::KeyedInFlightLimiter) could not be built.

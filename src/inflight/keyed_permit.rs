@@ -1,8 +1,8 @@
 //! The keyed permit: units of one key in flight until it is dropped.
 
 use super::keyed::KeyedInFlightLimiter;
-use crate::keyed::{Hashed, KeyMode};
-use crate::throttle::KeyIdentity;
+use crate::store::table::KeyIdentity;
+use crate::store::table::{Hashed, KeyMode};
 use core::fmt;
 
 /// Units held for one key of a [`KeyedInFlightLimiter`]; dropping the permit releases them.

@@ -1,7 +1,7 @@
 //! Live control of a direct limiter: [`LiveLimiter`], whose quota changes at runtime (Go's
 //! `SetLimit` / `SetBurst`) while other threads check.
 //!
-//! A live limiter is a [`Limiter`] whose checks read the current quota from a quota cell
+//! A live limiter is a [`Limiter`](crate::Limiter) whose checks read the current quota from a quota cell
 //! (`src/live/quota_cell.rs`: a sequence lock over the quota's words) instead of a field: one
 //! Acquire load of a sequence word, the quota's words, and the sequence again, all on one
 //! read-mostly cache line apart from the state's. A change is rare and takes a lock; a check
@@ -17,13 +17,15 @@
 mod quota_cell;
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::direct::Limiter;
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::operation::Consume;
 use crate::engine::request::{Request, Tier};
+use crate::limiter::core::Core;
+use crate::limiter::counters::NoCounters;
 use crate::quota::Adjustable;
 use crate::quota::QuotaError;
+use crate::store::word::Word;
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
 use quota_cell::QuotaCell;
@@ -31,14 +33,14 @@ use quota_cell::QuotaCell;
 /// A direct limiter whose quota can be changed at runtime with
 /// [`set_quota`](Self::set_quota), from any thread, while others check.
 ///
-/// The same vocabulary as [`Limiter`] for checks (`check`, `check_at`, `check_with`, `peek`,
+/// The same vocabulary as [`Limiter`](crate::Limiter) for checks (`check`, `check_at`, `check_with`, `peek`,
 /// `peek_with`, `now`, `tier`); each reads the current quota without a lock and judges the
 /// request under it wholly, the old quota or the new one, never a mix. [`quota`](Self::quota)
 /// returns the current quota by value. No reservations or waits: a booking made under one rate
 /// would not be the same booking under the next.
 ///
-/// A check costs more instructions than a [`Limiter`]'s (the quota's words are loaded and the
-/// sequence checked; the figures are in the CHANGELOG); a [`Limiter`] whose quota never
+/// A check costs more instructions than a [`Limiter`](crate::Limiter)'s (the quota's words are loaded and the
+/// sequence checked; the figures are in the CHANGELOG); a [`Limiter`](crate::Limiter) whose quota never
 /// changes pays nothing for this type.
 ///
 /// ```
@@ -68,7 +70,7 @@ use quota_cell::QuotaCell;
 pub struct LiveLimiter<Q: Adjustable, C: Clock = QuantaClock> {
     /// The state, the judging lead, the clock, and (as its quota) the one the limiter was
     /// built with, whose units the state counts in.
-    limiter: Limiter<Q, C>,
+    core: Core<Q, Word, C, NoCounters>,
     /// The current quota, in the state's units.
     current: CachePadded<QuotaCell>,
     /// Serialises changes of the quota (the cell takes one writer at a time).
@@ -104,7 +106,7 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
     pub fn with_clock(quota: Q, clock: C) -> Self {
         LiveLimiter {
             current: CachePadded::new(QuotaCell::new(&quota)),
-            limiter: Limiter::with_clock(quota, clock),
+            core: Core::new(Word::new(Q::FRESH), quota, clock, NoCounters),
             changing: Mutex::new(()),
         }
     }
@@ -130,7 +132,7 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
     ///
     /// Errors, changing nothing, when `quota` cannot share the state: a window quota of another
     /// window length ([`QuotaError::IncompatibleQuota`]), or a GCRA quota whose burst does not
-    /// fit the state's scale (as [`Limiter::tier`]). Raising a GCRA burst also raises how far
+    /// fit the state's scale (as [`Limiter::tier`](crate::Limiter::tier)). Raising a GCRA burst also raises how far
     /// ahead of the time it was written the limiter accepts a state to be, for good (see
     /// [`Tier`]).
     ///
@@ -163,14 +165,14 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         // Validated and rebased as a tier is, which raises the judging lead before any state
         // is written under the new quota (the cell's Release stores publish the raise).
-        let tier = self.limiter.tier(quota)?;
+        let tier = self.core.tier(quota)?;
         self.current.store(tier.quota());
         Ok(())
     }
 
     /// The clock this limiter reads.
     pub fn clock(&self) -> &C {
-        &self.limiter.clock
+        &self.core.clock
     }
 
     /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
@@ -186,11 +188,11 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
     /// ```
     #[inline]
     pub fn now(&self) -> Timestamp {
-        self.limiter.clock.now()
+        self.core.clock.now()
     }
 
     /// `quota` made ready for requests to this limiter ([`Request::tier`]), as
-    /// [`Limiter::tier`]: a tier keeps its own quota when the limiter's changes.
+    /// [`Limiter::tier`](crate::Limiter::tier): a tier keeps its own quota when the limiter's changes.
     ///
     /// ```
     /// use nanolimit::{Gcra, LiveLimiter, ManualClock, Request};
@@ -202,7 +204,7 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
-        self.limiter.tier(quota)
+        self.core.tier(quota)
     }
 
     /// Checks one unit now under the current quota: consumes it if it fits.
@@ -216,7 +218,7 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
     /// ```
     #[inline]
     pub fn check(&self) -> Decision<Q> {
-        self.check_at(self.limiter.clock.now())
+        self.check_at(self.core.clock.now())
     }
 
     /// Checks one unit at `now`, a reading the caller already holds: no clock read.
@@ -234,7 +236,7 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
     pub fn check_at(&self, now: Timestamp) -> Decision<Q> {
         let quota = self.quota();
         // Every quota's limit is at least 1.
-        self.limiter.decide(Consume, &quota, 1, quota.instant(now))
+        self.core.decide(Consume, (), &quota, 1, quota.instant(now))
     }
 
     /// Checks `request` (cost, time, tier; see [`Request`]) under the current quota, or its
@@ -253,10 +255,10 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
     #[inline]
     pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         let quota = self.quota();
-        let resolved = request.resolve(&quota, &self.limiter.lead, &self.limiter.clock)?;
+        let resolved = request.resolve(&quota, &self.core.lead, &self.core.clock)?;
         Ok(self
-            .limiter
-            .decide(Consume, &resolved.quota, resolved.cost, resolved.now))
+            .core
+            .decide(Consume, (), &resolved.quota, resolved.cost, resolved.now))
     }
 
     /// Whether one unit would pass now under the current quota, consuming nothing.
@@ -274,8 +276,8 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
     #[inline]
     pub fn peek(&self) -> Decision<Q> {
         let quota = self.quota();
-        let now = quota.instant(self.limiter.clock.now());
-        self.limiter.peek_decision(&quota, 1, now)
+        let now = quota.instant(self.core.clock.now());
+        self.core.peek((), &quota, 1, now)
     }
 
     /// Whether `request` would pass under the current quota (or its tier's), consuming
@@ -293,9 +295,9 @@ impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
     /// ```
     pub fn peek_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
         let quota = self.quota();
-        let resolved = request.resolve(&quota, &self.limiter.lead, &self.limiter.clock)?;
+        let resolved = request.resolve(&quota, &self.core.lead, &self.core.clock)?;
         Ok(self
-            .limiter
-            .peek_decision(&resolved.quota, resolved.cost, resolved.now))
+            .core
+            .peek((), &resolved.quota, resolved.cost, resolved.now))
     }
 }

@@ -1,6 +1,6 @@
-//! The keyed in-flight limiter's per-key state, as a (crate-private) quota: units in flight
-//! and a release counter in one word, so that the keyed table's slot protocol applies to it
-//! unchanged ([`KeyedInFlightLimiter`](crate::inflight::KeyedInFlightLimiter)).
+//! The keyed in-flight limiter's per-key state: units in flight and a release counter in one
+//! word, a [`SlotState`] the keyed table keeps as it keeps a rate quota's
+//! ([`KeyedInFlightLimiter`](crate::inflight::KeyedInFlightLimiter)).
 //!
 //! # State word
 //!
@@ -9,7 +9,7 @@
 //! | 0..24 | `in_flight` | units held by the key's permits now |
 //! | 24..64 | `released` | releases in the slot since it was first assigned (a reclaiming key carries the count on), modulo 2^40 |
 //!
-//! An acquire of `n` adds `n` to `in_flight` (the [`step`](Quota::step)); a release of `n`
+//! An acquire of `n` adds `n` to `in_flight` ([`Concurrency::acquire_step`]); a release of `n`
 //! ([`Concurrency::release_step`]) subtracts `n` from `in_flight` and adds one to `released`,
 //! which adds `2^24 − n` (at least 3) to the word. So every word written is numerically greater
 //! than the one it replaces, except when `released` wraps (after 2^40 releases), exactly as a
@@ -19,20 +19,18 @@
 //! whose permits each hold 2^24 − 3 units would wrap it after 65,537 releases, milliseconds of
 //! traffic, and a stalled acquire could then land in another key's entry.
 //!
-//! # The [`Quota`] invariants, for a quota without time
+//! # The [`SlotState`] invariants, for a state without time
 //!
-//! Time plays no part: [`Instant`](Quota::Instant) is `()`, and every time-valued view is
-//! zero (no clock predicts when work ends; no limiter exposes these views: the keyed in-flight
-//! limiter never hands out a [`Decision`](crate::Decision), so neither the HTTP layer's
-//! `RateLimit-Policy` nor `Retry-After` can be asked of this quota).
+//! Time plays no part: its [`Instant`](SlotState::Instant) is `()` (no clock predicts when work
+//! ends), and it is no [`Quota`](super::Quota): no decision reports a time from it.
 //!
-//! - [`FRESH`](Quota::FRESH) (0) is a key never seen: nothing in flight, nothing released.
-//! - `step` never panics or wraps, for any word and cost: it denies every cost above the limit,
+//! - [`FIRST`](SlotState::FIRST) (0) is a key never seen: nothing in flight, nothing released.
+//! - the acquire step never panics or wraps, for any word and cost: it denies every cost above the limit,
 //!   and every word whose `in_flight` field is already above the limit (no limiter writes one).
 //! - A written word is strictly greater than the word it replaces (cost ≥ 1; no limiter writes a
 //!   zero-cost step, which would leave the word unchanged), barring the wrap of `released`
 //!   above. The invariant's second clause ("and than any word fresh at `now`") is about time,
-//!   which this quota does not have; what the keyed protocol needs of it is that a slot
+//!   which this state does not have; what the keyed protocol needs of it is that a slot
 //!   reclaimed from a fresh word `w` gets a first word greater than `w`, and it does: the table
 //!   steps the new key's first word from the reclaimed word itself (`released` carries over),
 //!   so the new key's words all lie above `w` and every word its old key wrote.
@@ -42,17 +40,14 @@
 //!   and 2^24 − 2; the limit is at most [`MAX_KEYED_IN_FLIGHT`] (2^24 − 3), so no word with at
 //!   most the limit in flight is either.
 //!
-//! [`is_fresh`](Quota::is_fresh) is "nothing in flight", and [`freshness_rank`] ranks a word by
+//! A word is as good as fresh when nothing is in flight, and [`freshness_rank`] ranks a word by
 //! its units in flight: a table reclaims only entries with nothing in flight, and the keyed
 //! in-flight limiter refuses to be built with eviction, so an entry with units in flight keeps
 //! its slot until its permits are all released.
 //!
-//! [`freshness_rank`]: Quota::freshness_rank
+//! [`freshness_rank`]: SlotState::freshness_rank
 
-use super::{Quota, Sealed, SlotState, Step};
-use crate::clock::Timestamp;
-use crate::quota::QuotaError;
-use core::time::Duration;
+use super::{SlotState, Step};
 
 /// The largest limit of a [`KeyedInFlightLimiter`](crate::inflight::KeyedInFlightLimiter): 2^24
 /// − 3 (16,777,213) units in flight per key (the state word keeps 24 bits for them, and its two
@@ -101,24 +96,12 @@ impl Concurrency {
     }
 }
 
-impl Sealed for Concurrency {
-    fn rebase(&self, base: &Concurrency) -> Result<Concurrency, QuotaError> {
-        // Units are units: any limit could share the state, but no limiter makes tiers of it.
-        let _ = base;
-        Ok(*self)
-    }
-
-    fn shares_units_with(&self, _base: &Concurrency) -> bool {
-        true
-    }
-}
-
-impl Quota for Concurrency {
+impl Concurrency {
+    /// The acquire step: `cost` more units in flight, if they fit the limit. Denies every cost
+    /// above the limit, and every word whose `in_flight` field is already above it (no limiter
+    /// writes one).
     #[inline]
-    fn instant(&self, _now: Timestamp) {}
-
-    #[inline]
-    fn step(&self, state: u64, _now: (), cost: u64) -> Step {
+    pub(crate) fn acquire_step(&self, state: u64, cost: u64) -> Step {
         let in_flight = Self::in_flight(state);
         // `in_flight <= limit` first, so the subtraction cannot wrap.
         if in_flight <= self.limit && cost <= self.limit - in_flight {
@@ -129,34 +112,15 @@ impl Quota for Concurrency {
         }
     }
 
+    /// The limit: the most units one key may have in flight.
     #[inline]
-    fn limit(&self) -> u64 {
+    pub(crate) fn limit(&self) -> u64 {
         self.limit
     }
 
-    fn remaining(&self, state: u64, _now: ()) -> u64 {
+    /// Units a key whose word is `state` could take now.
+    pub(crate) fn remaining(&self, state: u64) -> u64 {
         self.limit.saturating_sub(Self::in_flight(state))
-    }
-
-    /// Not defined: units free when work ends, which no clock predicts. Zero.
-    fn reset_after_ns(&self, _state: u64, _now: ()) -> u64 {
-        0
-    }
-
-    /// Not defined, as [`reset_after_ns`](Self::reset_after_ns). Zero.
-    fn retry_after_ns(&self, _state: u64, _now: (), _cost: u64) -> u64 {
-        0
-    }
-
-    /// Not defined: a concurrency limit applies at every instant, not over a window. Zero (no
-    /// `RateLimit-Policy` header is ever made from this quota: see the module documentation).
-    fn limit_window(&self) -> Duration {
-        Duration::ZERO
-    }
-
-    #[inline]
-    fn is_fresh(&self, state: u64, _now: ()) -> bool {
-        Self::in_flight(state) == 0
     }
 }
 
@@ -184,16 +148,16 @@ mod tests {
 
     #[test]
     fn acquires_count_up_to_the_limit_and_no_further() {
-        let Step::Allow(three) = QUOTA.step(Concurrency::FRESH, (), 3) else {
+        let Step::Allow(three) = QUOTA.acquire_step(Concurrency::FIRST, 3) else {
             panic!("a fresh key admits up to its limit")
         };
         assert_eq!(Concurrency::in_flight(three), 3);
-        assert_eq!(QUOTA.step(three, (), 3), Step::Deny);
-        assert_eq!(QUOTA.step(three, (), 2), Step::Allow(5));
-        assert_eq!(QUOTA.step(5, (), 1), Step::Deny);
-        assert_eq!(QUOTA.step(0, (), 6), Step::Deny);
-        assert_eq!(QUOTA.remaining(three, ()), 2);
-        assert!(!QUOTA.is_fresh(three, ()));
+        assert_eq!(QUOTA.acquire_step(three, 3), Step::Deny);
+        assert_eq!(QUOTA.acquire_step(three, 2), Step::Allow(5));
+        assert_eq!(QUOTA.acquire_step(5, 1), Step::Deny);
+        assert_eq!(QUOTA.acquire_step(0, 6), Step::Deny);
+        assert_eq!(QUOTA.remaining(three), 2);
+        assert!(QUOTA.freshness_rank(three, ()).is_some());
         assert_eq!(QUOTA.freshness_rank(three, ()), Some(3));
     }
 
@@ -208,10 +172,10 @@ mod tests {
         let Step::Allow(fresh) = Concurrency::release_step(released, 1) else {
             panic!("1 in flight releases 1")
         };
-        assert!(fresh > released && QUOTA.is_fresh(fresh, ()));
+        assert!(fresh > released && QUOTA.freshness_rank(fresh, ()).is_none());
         assert_eq!(QUOTA.freshness_rank(fresh, ()), None);
         // An acquire from a fresh word keeps its release count: the word keeps growing.
-        assert_eq!(QUOTA.step(fresh, (), 1), Step::Allow(fresh + 1));
+        assert_eq!(QUOTA.acquire_step(fresh, 1), Step::Allow(fresh + 1));
         assert_eq!(Concurrency::release_step(fresh, 1), Step::Deny);
         assert_eq!(Concurrency::release_step(3, 0), Step::Deny);
     }
@@ -222,9 +186,9 @@ mod tests {
     fn the_release_count_counts_releases_not_units() {
         let limit = MAX_KEYED_IN_FLIGHT;
         let quota = Concurrency::new(limit);
-        let mut word = Concurrency::FRESH;
+        let mut word = Concurrency::FIRST;
         for _ in 0..65_537 {
-            let Step::Allow(held) = quota.step(word, (), limit) else {
+            let Step::Allow(held) = quota.acquire_step(word, limit) else {
                 panic!("a fresh word admits the limit")
             };
             let Step::Allow(released) = Concurrency::release_step(held, limit) else {
@@ -241,12 +205,12 @@ mod tests {
         let limit = MAX_KEYED_IN_FLIGHT;
         let quota = Concurrency::new(limit);
         let top = u64::MAX - IN_FLIGHT_MASK; // `released` all ones, nothing in flight
-        let Step::Allow(full) = quota.step(top, (), limit) else {
+        let Step::Allow(full) = quota.acquire_step(top, limit) else {
             panic!("a fresh word admits the limit")
         };
         assert!(full < RESERVED); // so below VACANT too
         assert_eq!(Concurrency::in_flight(full), limit);
-        assert_eq!(quota.step(full, (), 1), Step::Deny);
+        assert_eq!(quota.acquire_step(full, 1), Step::Deny);
         // `released` wraps to 0; in flight: 1.
         let Step::Allow(wrapped) = Concurrency::release_step(full, limit - 1) else {
             panic!("releases what is in flight")
@@ -255,7 +219,7 @@ mod tests {
         assert_eq!(wrapped >> IN_FLIGHT_BITS, 0);
         // Markers and garbage words are denied, never wrapped.
         for word in [VACANT, RESERVED, IN_FLIGHT_MASK] {
-            assert_eq!(quota.step(word, (), 1), Step::Deny);
+            assert_eq!(quota.acquire_step(word, 1), Step::Deny);
         }
         assert_eq!(
             Concurrency::release_step(full, IN_FLIGHT_MASK + 1),
@@ -274,7 +238,7 @@ mod tests {
             units in 0..=IN_FLIGHT_MASK + 2,
         ) {
             let quota = Concurrency::new(limit);
-            if let Step::Allow(next) = quota.step(word, (), units) {
+            if let Step::Allow(next) = quota.acquire_step(word, units) {
                 proptest::prop_assert!(Concurrency::in_flight(next) <= limit);
                 proptest::prop_assert!(units == 0 || next > word);
                 proptest::prop_assert!(next < RESERVED);
@@ -297,15 +261,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn time_plays_no_part() {
-        let quota = Concurrency::new(1);
-        assert_eq!(quota.limit_window(), Duration::ZERO);
-        assert_eq!(quota.reset_after_ns(1, ()), 0);
-        assert_eq!(quota.retry_after_ns(1, (), 1), 0);
-        assert_eq!(quota.rebase(&Concurrency::new(7)), Ok(quota));
-        assert!(quota.shares_units_with(&Concurrency::new(7)));
     }
 }

@@ -94,7 +94,7 @@ mod private {
     pub trait Sealed: Sized {
         /// This quota expressed in the units of `base`'s state, so both can share stored state
         /// (tiers). Errors when the two cannot share state.
-        fn rebase(&self, base: &Self) -> Result<Self, crate::QuotaError>;
+        fn rebase(&self, base: &Self) -> Result<Self, super::QuotaError>;
 
         /// Whether this quota's state words count in `base`'s units (true for any result of
         /// [`rebase`](Self::rebase) onto `base`).

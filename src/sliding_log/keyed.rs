@@ -4,17 +4,19 @@
 use super::decision::SlidingLogDecision;
 use super::limiter::AllocationError;
 use super::ring::empty_records;
-use super::{LogPositions, SlidingLog};
+use super::slots::{LogOutcome, Logs};
+use super::SlidingLog;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
-use crate::keyed::{
-    Exact, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, LogOutcome, LogRecords,
-    TableError, WhenFull,
+use crate::store::table::{
+    Exact, Hashed, KeyMarker, KeyMode, KeyedStats, Located, SlotOps, Table, TableError,
+    TableOptions, WhenFull,
 };
 use crate::sync::AtomicU64;
 use core::fmt;
 use core::hash::Hash;
+use core::marker::PhantomData;
 
 /// The largest limit of a [`KeyedSlidingLogLimiter`]: 1,024 units per window per key. Every
 /// slot of the table keeps a ring of records (8 bytes per unit of the limit, rounded up to a
@@ -74,7 +76,7 @@ impl From<TableError> for KeyedSlidingLogError {
 /// (the rule of [`SlidingLogLimiter`](super::SlidingLogLimiter), per key), for small strict
 /// limits such as 5 login attempts per 15 minutes per account.
 ///
-/// Keys live in the bounded, sharded table of [`KeyedLimiter`] (the same sizing, key modes and
+/// Keys live in the bounded, sharded table of [`KeyedLimiter`](crate::KeyedLimiter) (the same sizing, key modes and
 /// [`WhenFull`] policies); every slot of the table has a ring of records beside it, so memory
 /// is about `slots × 8 × L` bytes (`L` rounded up to a power of two; see
 /// [`memory_bytes`](Self::memory_bytes)), and `L` is at most [`MAX_KEYED_LIMIT`]. A check of a
@@ -131,30 +133,15 @@ impl From<TableError> for KeyedSlidingLogError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct KeyedSlidingLogLimiter<K: ?Sized, C: Clock = QuantaClock, M: KeyMode<K> = Hashed> {
-    table: KeyedLimiter<K, LogPositions, C, M>,
+    /// The table: each slot's word is its log's position.
+    table: Table<M::Slot>,
+    quota: SlidingLog,
+    clock: C,
+    /// Each slot's ring of records, `2^ring_bits` records.
     records: Box<[AtomicU64]>,
-    /// Each slot's ring holds `2^ring_bits` records.
     ring_bits: u32,
-    /// Per shard: see [`LogRecords::new_key_floors_ns`].
-    new_key_floors_ns: Box<[AtomicU64]>,
+    key: PhantomData<fn(&K)>,
 }
-
-/// A keyed sliding log storing integer keys (up to 128 bits: IPv4, IPv6, `u64` ids) exactly
-/// (see [`Exact`]).
-///
-/// ```
-/// use nanolimit::sliding_log::{ExactKeyedSlidingLogLimiter, KeyedSlidingLogLimiter, SlidingLog};
-/// use std::net::Ipv4Addr;
-///
-/// let per_client: ExactKeyedSlidingLogLimiter<Ipv4Addr> =
-///     KeyedSlidingLogLimiter::builder(SlidingLog::per_minute(10)?)
-///         .capacity(1_000)
-///         .exact_keys()
-///         .build()?;
-/// assert!(per_client.check(&Ipv4Addr::LOCALHOST).is_allowed());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub type ExactKeyedSlidingLogLimiter<K, C = QuantaClock> = KeyedSlidingLogLimiter<K, C, Exact>;
 
 impl<K: ?Sized, C: Clock, M: KeyMode<K>> fmt::Debug for KeyedSlidingLogLimiter<K, C, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -183,12 +170,14 @@ impl<K: Hash + ?Sized> KeyedSlidingLogLimiter<K> {
     }
 
     /// A builder for a limiter of `quota` per key, with the default capacity
-    /// ([`KeyedLimiter::DEFAULT_CAPACITY`]) and shards, [`WhenFull::Deny`], [`Hashed`] keys
+    /// (65,536 keys) and shards, [`WhenFull::Deny`], [`Hashed`] keys
     /// and the default clock.
     pub fn builder(quota: SlidingLog) -> KeyedSlidingLogBuilder<K, QuantaClock, Hashed> {
         KeyedSlidingLogBuilder {
             quota,
-            table: KeyedLimiterBuilder::with_defaults(LogPositions { quota }, QuantaClock::new()),
+            table: TableOptions::default(),
+            clock: QuantaClock::new(),
+            marker: PhantomData,
         }
     }
 }
@@ -206,7 +195,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     /// ```
     #[inline]
     pub fn check(&self, key: &K) -> SlidingLogDecision<'_> {
-        self.check_at(key, self.table.clock.now())
+        self.check_at(key, self.clock.now())
     }
 
     /// Checks one unit for `key` at `now`, a reading the caller already holds: no clock read,
@@ -274,7 +263,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek(&self, key: &K) -> SlidingLogDecision<'_> {
-        self.peek_decision(key, 1, self.table.clock.now())
+        self.peek_decision(key, 1, self.clock.now())
     }
 
     /// Whether `request` for `key` would fit, recording and inserting nothing; errors as
@@ -303,19 +292,19 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
 
     /// The quota every key gets.
     pub fn quota(&self) -> &SlidingLog {
-        &self.table.quota().quota
+        &self.quota
     }
 
     /// The clock this limiter reads.
     pub fn clock(&self) -> &C {
-        self.table.clock()
+        &self.clock
     }
 
     /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
     /// [`Request::at`].
     #[inline]
     pub fn now(&self) -> Timestamp {
-        self.table.now()
+        self.clock.now()
     }
 
     /// How many live keys the table was sized for (as requested at construction).
@@ -323,14 +312,14 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
         self.table.capacity()
     }
 
-    /// How many slots the table has (see [`KeyedLimiter::slots`]): each has a log.
+    /// How many slots the table has (see [`KeyedLimiter::slots`](crate::KeyedLimiter::slots)): each has a log.
     pub fn slots(&self) -> usize {
-        self.table.slots()
+        self.table.slot_count()
     }
 
     /// The number of shards.
     pub fn shards(&self) -> usize {
-        self.table.shards()
+        self.table.shard_count()
     }
 
     /// Total bytes the table and its logs occupy, fixed at construction: the keyed table's
@@ -345,9 +334,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn memory_bytes(&self) -> usize {
-        self.table.memory_bytes()
-            + core::mem::size_of_val(&*self.records)
-            + core::mem::size_of_val(&*self.new_key_floors_ns)
+        self.table.memory_bytes() + core::mem::size_of_val(&*self.records)
     }
 
     /// Bytes per key of capacity, all overhead included, rounded to the nearest byte.
@@ -367,12 +354,21 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
         self.table.stats()
     }
 
-    fn records(&self) -> LogRecords<'_> {
-        LogRecords {
+    /// The logs: the table and the records beside it.
+    #[inline]
+    fn logs(&self) -> Logs<'_, M::Slot> {
+        Logs {
+            table: &self.table,
             records: &self.records,
             ring_bits: self.ring_bits,
-            new_key_floors_ns: &self.new_key_floors_ns,
+            quota: self.quota,
         }
+    }
+
+    /// Where `key` lives in the table.
+    #[inline]
+    fn locate(&self, key: &K) -> Located<<M::Slot as SlotOps>::Identity> {
+        self.table.locate::<K, M>(key)
     }
 
     /// The cost and time of `request`, or why it can never pass.
@@ -391,13 +387,13 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     /// The core every check funnels into: `cost` units (1 to the most a request may cost).
     #[inline]
     fn decide(&self, key: &K, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
-        let outcome = self.table.log_check(self.records(), key, cost, now.as_ns());
+        let outcome = self.logs().check(self.locate(key), cost, now.as_ns());
         self.decision(outcome, cost, true)
     }
 
     /// The core every peek funnels into.
     fn peek_decision(&self, key: &K, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
-        let outcome = self.table.log_peek(self.records(), key, cost, now.as_ns());
+        let outcome = self.logs().peek(&self.locate(key), cost, now.as_ns());
         self.decision(outcome, cost, false)
     }
 
@@ -437,7 +433,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
 }
 
 /// The options of a [`KeyedSlidingLogLimiter`]: those of the keyed table
-/// ([`KeyedLimiterBuilder`]), applied by [`build`](Self::build).
+/// ([`KeyedLimiterBuilder`](crate::KeyedLimiterBuilder)), applied by [`build`](Self::build).
 ///
 /// ```
 /// use nanolimit::sliding_log::{KeyedSlidingLogLimiter, SlidingLog};
@@ -455,35 +451,37 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
 #[must_use = "a builder does nothing until built"]
 pub struct KeyedSlidingLogBuilder<K: ?Sized, C, M> {
     quota: SlidingLog,
-    table: KeyedLimiterBuilder<K, LogPositions, C, M>,
+    table: TableOptions,
+    clock: C,
+    marker: KeyMarker<K, M>,
 }
 
 impl<K: ?Sized, C: Clock, M> KeyedSlidingLogBuilder<K, C, M> {
     /// How many live keys the table is sized for (see
     /// [`KeyedLimiterBuilder::capacity`](crate::KeyedLimiterBuilder::capacity)).
     pub fn capacity(mut self, capacity: usize) -> Self {
-        self.table = self.table.capacity(capacity);
+        self.table.capacity = capacity;
         self
     }
 
     /// The number of shards, a power of two (see
     /// [`KeyedLimiterBuilder::shards`](crate::KeyedLimiterBuilder::shards)).
     pub fn shards(mut self, shards: usize) -> Self {
-        self.table = self.table.shards(shards);
+        self.table.shards = Some(shards);
         self
     }
 
     /// What to do with a new key when every slot it may use holds a key with units in the
     /// window (see [`WhenFull`], and the limiter's notes on eviction).
     pub fn when_full(mut self, when_full: WhenFull) -> Self {
-        self.table = self.table.when_full(when_full);
+        self.table.when_full = when_full;
         self
     }
 
     /// Fixes the hash seed, for reproducible placement in tests (see
     /// [`KeyedLimiterBuilder::seed`](crate::KeyedLimiterBuilder::seed): not in production).
     pub fn seed(mut self, seed: u64) -> Self {
-        self.table = self.table.seed(seed);
+        self.table.seed = Some(seed);
         self
     }
 
@@ -491,7 +489,9 @@ impl<K: ?Sized, C: Clock, M> KeyedSlidingLogBuilder<K, C, M> {
     pub fn clock<C2: Clock>(self, clock: C2) -> KeyedSlidingLogBuilder<K, C2, M> {
         KeyedSlidingLogBuilder {
             quota: self.quota,
-            table: self.table.clock(clock),
+            table: self.table,
+            clock,
+            marker: PhantomData,
         }
     }
 
@@ -499,7 +499,9 @@ impl<K: ?Sized, C: Clock, M> KeyedSlidingLogBuilder<K, C, M> {
     pub fn key_mode<M2>(self) -> KeyedSlidingLogBuilder<K, C, M2> {
         KeyedSlidingLogBuilder {
             quota: self.quota,
-            table: self.table.key_mode::<M2>(),
+            table: self.table,
+            clock: self.clock,
+            marker: PhantomData,
         }
     }
 
@@ -532,22 +534,23 @@ impl<K: ?Sized, C: Clock, M> KeyedSlidingLogBuilder<K, C, M> {
                 max: MAX_KEYED_LIMIT,
             });
         }
-        let table = self.table.build()?;
+        let table = Table::<M::Slot>::new(&self.table)?;
         // At most 1,024: a power of two that fits.
         let records_per_slot = (limit as usize).next_power_of_two();
-        let count = table.slots().checked_mul(records_per_slot);
+        let count = table.slot_count().checked_mul(records_per_slot);
         let bytes = count
             .and_then(|count| count.checked_mul(8))
             .unwrap_or(usize::MAX);
         let records = count
             .and_then(empty_records)
             .ok_or(KeyedSlidingLogError::Allocation(AllocationError { bytes }))?;
-        let new_key_floors_ns = (0..table.shards()).map(|_| AtomicU64::new(0)).collect();
         Ok(KeyedSlidingLogLimiter {
             table,
+            quota: self.quota,
+            clock: self.clock,
             records,
             ring_bits: records_per_slot.trailing_zeros(),
-            new_key_floors_ns,
+            key: PhantomData,
         })
     }
 }

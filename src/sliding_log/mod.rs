@@ -60,7 +60,7 @@
 //! [`KeyedSlidingLogLimiter`] keeps one log per key on the keyed limiters' bounded table, for
 //! limits up to [`MAX_KEYED_LIMIT`] (each slot of the table has a ring of records beside it). A
 //! check of a key the table holds runs the same protocol on the key's slot, whose state word is
-//! the log's position; `src/keyed/log_slots.rs` says how a slot passes from one key to another
+//! the log's position; `src/sliding_log/slots.rs` says how a slot passes from one key to another
 //! without a check ever counting in the wrong key's log.
 //!
 //! # Across servers
@@ -71,18 +71,15 @@
 mod decision;
 mod keyed;
 mod limiter;
-mod positions;
 mod record;
 mod ring;
+mod slots;
 
 pub use decision::SlidingLogDecision;
 pub use keyed::{
-    ExactKeyedSlidingLogLimiter, KeyedSlidingLogBuilder, KeyedSlidingLogError,
-    KeyedSlidingLogLimiter, MAX_KEYED_LIMIT,
+    KeyedSlidingLogBuilder, KeyedSlidingLogError, KeyedSlidingLogLimiter, MAX_KEYED_LIMIT,
 };
 pub use limiter::{AllocationError, SlidingLogLimiter};
-pub(crate) use positions::LogPositions;
-pub(crate) use ring::{Log, Seal, View, REUSE_FLAG};
 
 use crate::clock::Timestamp;
 use crate::quota::QuotaError;

@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn the_last_readings_before_the_horizon_are_clamped_not_wrapped() {
-        let horizon = crate::Timestamp::HORIZON.as_ns();
+        let horizon = crate::clock::Timestamp::HORIZON.as_ns();
         assert_eq!(stamp_of(horizon), MAX_TIME_NS);
         assert_eq!(stamp_of(horizon - 1), MAX_TIME_NS);
         assert_eq!(stamp_of(horizon - 2), horizon - 2);

@@ -493,7 +493,7 @@ impl<'log, const KEYED: bool> Log<'log, KEYED> {
     pub(crate) fn units_in_window(&self, limit: u64, window_ns: u64, now_ns: u64) -> u64 {
         let end = self.load_next();
         // A keyed slot being reassigned: its log is no longer the decision's.
-        if end >= crate::keyed::RESERVED {
+        if end >= crate::store::table::RESERVED {
             return 0;
         }
         let end = Self::position(end);

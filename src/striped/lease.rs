@@ -18,8 +18,8 @@
 
 use super::stripe;
 use crate::clock::{Clock, Timestamp};
-use crate::direct::Limiter;
-use crate::engine::operation::GiveBack;
+use crate::engine::operation::{Consume, GiveBack};
+use crate::limiter::direct::Limiter;
 use crate::quota::{Gcra, Quota, Reservable};
 
 /// A shared budget that grants leases.
@@ -39,17 +39,23 @@ pub(crate) trait LeaseSource {
 impl<C: Clock> LeaseSource for Limiter<Gcra, C> {
     #[inline]
     fn take(&self, units: u64, now: Timestamp) -> Result<u64, u64> {
-        self.take_at(units, self.quota.instant(now))
+        let core = &self.core;
+        core.store
+            .apply(Consume, &core.quota, units, core.quota.instant(now))
     }
 
     #[cold]
     fn give_back(&self, booked: u64, units: u64) {
+        let quota = &self.core.quota;
         let give_back = GiveBack {
             booked,
-            increment_ticks: self.quota.increment_ticks(units),
+            increment_ticks: quota.increment_ticks(units),
         };
         // The cancellation step ignores the time: the origin avoids a clock read.
-        self.apply(give_back, self.quota.instant(Timestamp::ORIGIN));
+        let _ = self
+            .core
+            .store
+            .apply(give_back, quota, 0, quota.instant(Timestamp::ORIGIN));
     }
 }
 

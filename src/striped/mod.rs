@@ -67,6 +67,7 @@
 
 mod lease;
 mod options;
+mod rate_limit;
 mod stripe;
 
 pub use options::{
@@ -75,11 +76,11 @@ pub use options::{
 };
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::direct::Limiter;
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::operation::Consume;
 use crate::engine::request::Request;
+use crate::limiter::direct::Limiter;
 use crate::quota::{Gcra, GcraInstant, Quota, Reservable, Step};
 use crate::sync::Ordering;
 use crate::thread_index;
@@ -306,7 +307,8 @@ impl<C: Clock> StripedLimiter<C> {
         if request.tier.is_some() {
             return self.shared.check_with(request);
         }
-        let resolved = request.resolve(self.shared.quota(), &self.shared.lead, self.clock())?;
+        let resolved =
+            request.resolve(self.shared.quota(), &self.shared.core.lead, self.clock())?;
         Ok(self.decide(thread_index::current(), resolved.cost, resolved.at))
     }
 
@@ -343,7 +345,8 @@ impl<C: Clock> StripedLimiter<C> {
         if request.tier.is_some() {
             return self.shared.peek_with(request);
         }
-        let resolved = request.resolve(self.shared.quota(), &self.shared.lead, self.clock())?;
+        let resolved =
+            request.resolve(self.shared.quota(), &self.shared.core.lead, self.clock())?;
         Ok(self.peek_decision(thread_index::current(), resolved.cost, resolved.at))
     }
 
@@ -401,7 +404,10 @@ impl<C: Clock> StripedLimiter<C> {
     /// ```
     pub fn quota_remaining(&self) -> u64 {
         let quota = self.shared.quota();
-        quota.remaining(self.shared.state_word(), quota.instant(self.shared.now()))
+        quota.remaining(
+            self.shared.core.store.load(),
+            quota.instant(self.shared.now()),
+        )
     }
 
     /// The units stripe `stripe` (modulo the stripe count) holds, live or expired (0 while
@@ -480,7 +486,7 @@ impl<C: Clock> StripedLimiter<C> {
         if stripe::units(word) != held {
             return None;
         }
-        let observed = self.shared.state_word();
+        let observed = self.shared.core.store.load();
         match self.shared.quota().step(observed, instant, cost - held) {
             Step::Deny => Some(self.denied(observed, held, cost, instant)),
             Step::Allow(_) => None,
@@ -505,7 +511,7 @@ impl<C: Clock> StripedLimiter<C> {
         if stripe::is_claimed(word) || stripe::is_behind(word, now_grain) {
             // Another thread is refilling this stripe, or the reading is earlier than the
             // stripe's lease and may not spend it: the shared budget directly, no waiting.
-            return Some(self.shared.decide(Consume, quota, cost, instant));
+            return Some(self.shared.core.decide(Consume, (), quota, cost, instant));
         }
         let held = stripe::spendable(word, now_grain, self.policy.lifetime_grains);
         let lapsed = stripe::units(word) - held;
@@ -566,7 +572,7 @@ impl<C: Clock> StripedLimiter<C> {
     /// decides again on what it finds.
     #[inline]
     fn budget_after_lapse(&self, stripe: &Stripe, lapsed: u64) -> u64 {
-        let observed = self.shared.state_word();
+        let observed = self.shared.core.store.load();
         // ORDERING: Relaxed: a guess (see above); the claim's Acquire orders the exact read.
         if lapsed > 0 && stripe.booked.load(Ordering::Relaxed) == observed {
             let quota = self.shared.quota();
@@ -604,7 +610,7 @@ impl<C: Clock> StripedLimiter<C> {
     /// The decision for an admission served from a stripe that holds `held` units after it.
     #[inline]
     fn admitted(&self, held: u64, cost: u64, instant: GcraInstant) -> Decision<Gcra> {
-        self.admitted_on(self.shared.state_word(), held, cost, instant)
+        self.admitted_on(self.shared.core.store.load(), held, cost, instant)
     }
 
     /// An admission reported on the shared word `shared_word`, with `held` units left in the
@@ -629,7 +635,13 @@ impl<C: Clock> StripedLimiter<C> {
     fn denied(&self, observed: u64, held: u64, cost: u64, instant: GcraInstant) -> Decision<Gcra> {
         let quota = self.shared.quota();
         let state = observed.saturating_sub(quota.increment_ticks(held));
-        Decision::new(false, cost, state, instant, self.shared.lead.judging(quota))
+        Decision::new(
+            false,
+            cost,
+            state,
+            instant,
+            self.shared.core.lead.judging(quota),
+        )
     }
 
     /// The shared budget the stripes lease from: a plain limiter, checked directly where an
@@ -665,7 +677,7 @@ impl<C: Clock> StripedLimiter<C> {
             cost,
             state,
             instant,
-            self.shared.lead.judging(quota),
+            self.shared.core.lead.judging(quota),
         )
     }
 }

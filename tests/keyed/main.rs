@@ -10,7 +10,7 @@
 //! | `reclaim` | expired entries are reused without a sweep; live ones, even to a stale reading, are not |
 //! | `remove` | a removed key's next check is a new key's; other keys, reservations and racing checks are unaffected |
 //! | `key_modes` | what `Exact` and `Hashed` keys are |
-//! | `key_hash` | checks by a hash the caller holds: decided as checks by key, spread over the whole table |
+//! | `key_hash` | a flow hash the caller holds, as a `u64` key, spreads over the whole table |
 //! | `construction` | construction errors, sizes, and when a table of live keys first refuses one |
 //!
 //! The flood (millions of keys, memory) is in `keyed_flood.rs`; the comparison with a reference

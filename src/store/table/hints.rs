@@ -15,15 +15,15 @@ const BYTES_LOW_SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 
 /// The slots of a bucket whose hint byte equals a key's: a bit set per matching byte.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct HintMatches(u64);
+pub(crate) struct HintMatches(u64);
 
 impl HintMatches {
     /// Every slot of a bucket, as if every hint matched.
-    pub(super) const ALL: HintMatches = HintMatches(0x8080_8080_8080_8080);
+    pub(crate) const ALL: HintMatches = HintMatches(0x8080_8080_8080_8080);
 
     /// The bytes of `hint_word` equal to `hint`, found without a branch per byte.
     #[inline]
-    pub(super) fn of(hint_word: u64, hint: u8) -> HintMatches {
+    pub(crate) fn of(hint_word: u64, hint: u8) -> HintMatches {
         let differences = hint_word ^ (u64::from(hint) * BYTES_ONES);
         // The high bit of each byte is set iff that byte of `differences` is 0 (no carry can
         // cross a byte: each byte's low seven bits plus 0x7f stay below 0x100).
@@ -50,13 +50,13 @@ impl Iterator for HintMatches {
 
 /// Slot `slot`'s hint byte in `hint_word` (0: no key's).
 #[inline]
-pub(super) fn hint_at(hint_word: u64, slot: usize) -> u8 {
+pub(crate) fn hint_at(hint_word: u64, slot: usize) -> u8 {
     (hint_word >> (8 * slot)) as u8
 }
 
 /// `hint_word` with slot `slot`'s hint byte replaced by `hint`.
 #[inline]
-pub(super) fn with_hint(hint_word: u64, slot: usize, hint: u8) -> u64 {
+pub(crate) fn with_hint(hint_word: u64, slot: usize, hint: u8) -> u64 {
     let shift = 8 * slot;
     (hint_word & !(0xff << shift)) | (u64::from(hint) << shift)
 }

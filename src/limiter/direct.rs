@@ -1,18 +1,17 @@
 //! Direct limiters: one quota, one state word, shared by every caller.
 
-use crate::clock::{Clock, QuantaClock, Timestamp};
+use super::core::Core;
 #[cfg(feature = "metrics")]
-use crate::counters;
-use crate::counters::{Counters, Counting, NoCounters, Totals};
+use super::counters;
+use super::counters::{Counters, Counting, NoCounters, Totals};
+use super::reservation::Reservation;
+use super::wait::WaitError;
+use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
-use crate::engine::driver::{self, Applied, Attempt};
 use crate::engine::error::RequestError;
-use crate::engine::operation::{Consume, Operation};
-use crate::engine::request::{JudgingLead, Request, Tier};
-use crate::quota::QuotaError;
-use crate::quota::{Quota, Step};
-use crate::sync::{AtomicU64, Ordering};
-use crossbeam_utils::CachePadded;
+use crate::engine::request::{Request, Tier};
+use crate::quota::{Quota, QuotaError, Reservable};
+use crate::store::word::Word;
 
 /// A rate limiter with one state: every check counts against the same quota.
 ///
@@ -42,13 +41,9 @@ use crossbeam_utils::CachePadded;
 /// ```
 #[derive(Debug)]
 pub struct Limiter<Q: Quota, C: Clock = QuantaClock, N: Counting = NoCounters> {
-    state: CachePadded<AtomicU64>,
-    pub(crate) quota: Q,
-    pub(crate) lead: JudgingLead,
-    pub(crate) clock: C,
-    /// The checks' totals ([`Counters`], after [`with_counters`](Limiter::with_counters)), on
-    /// striped lines of their own, off the state's; or nothing ([`NoCounters`]).
-    counters: N,
+    /// The state word, the quota, the clock and the counters ([`Counters`], after
+    /// [`with_counters`](Limiter::with_counters), or nothing).
+    pub(crate) core: Core<Q, Word, C, N>,
 }
 
 impl<Q: Quota> Limiter<Q, QuantaClock> {
@@ -70,11 +65,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
     /// ```
     pub fn with_clock(quota: Q, clock: C) -> Self {
         Limiter {
-            state: CachePadded::new(AtomicU64::new(Q::FRESH)),
-            lead: JudgingLead::new(&quota),
-            quota,
-            clock,
-            counters: NoCounters,
+            core: Core::new(Word::new(Q::FRESH), quota, clock, NoCounters),
         }
     }
 
@@ -103,12 +94,21 @@ impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
     /// ```
     #[must_use = "with_counters returns the limiter that counts"]
     pub fn with_counters(self) -> Limiter<Q, C, Counters> {
+        let Core {
+            store,
+            quota,
+            lead,
+            clock,
+            counters: NoCounters,
+        } = self.core;
         Limiter {
-            state: self.state,
-            quota: self.quota,
-            lead: self.lead,
-            clock: self.clock,
-            counters: Counters::new(),
+            core: Core {
+                store,
+                quota,
+                lead,
+                clock,
+                counters: Counters::new(),
+            },
         }
     }
 }
@@ -131,7 +131,7 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     pub fn totals(&self) -> Option<Totals> {
-        self.counters.totals()
+        self.core.counters.totals()
     }
 
     /// Records this limiter's [`totals`](Self::totals) through the `metrics` facade (feature
@@ -158,12 +158,12 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
 
     /// The quota this limiter enforces.
     pub fn quota(&self) -> &Q {
-        &self.quota
+        &self.core.quota
     }
 
     /// The clock this limiter reads.
     pub fn clock(&self) -> &C {
-        &self.clock
+        &self.core.clock
     }
 
     /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
@@ -181,7 +181,7 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// ```
     #[inline]
     pub fn now(&self) -> Timestamp {
-        self.clock.now()
+        self.core.clock.now()
     }
 
     /// `quota` made ready for requests to this limiter ([`Request::tier`]): validated and
@@ -197,7 +197,7 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
-        Tier::new(quota, &self.quota, &self.lead)
+        self.core.tier(quota)
     }
 
     /// Checks one unit now: consumes it if it fits.
@@ -212,7 +212,7 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     // Forced inline, as `check_at`.
     #[inline(always)]
     pub fn check(&self) -> Decision<Q> {
-        self.check_at(self.clock.now())
+        self.core.check_at((), self.core.clock.now())
     }
 
     /// Checks one unit at `now`, a reading the caller already holds: no clock read. The
@@ -227,13 +227,11 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// assert!(limiter.check_at(now).is_denied());
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
-    // Forced inline: with counters, the check is a little longer, and LLVM kept it out of line,
-    // its `Decision` returned through memory (68 instructions per counted check at caller time,
-    // 39 inline; the check without counters, 29, was inline either way).
+    // Forced inline: with counters, the check is a little longer, and the compiler kept it out
+    // of line, its `Decision` returned through memory.
     #[inline(always)]
     pub fn check_at(&self, now: Timestamp) -> Decision<Q> {
-        // Every quota's limit is at least 1.
-        self.check_core(&self.quota, 1, self.quota.instant(now))
+        self.core.check_at((), now)
     }
 
     /// Checks `request` (cost, time, tier; see [`Request`]): consumes its cost, all or nothing,
@@ -255,17 +253,7 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// ```
     #[inline]
     pub fn check_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
-        Ok(self.check_core(&resolved.quota, resolved.cost, resolved.now))
-    }
-
-    /// The core every check funnels into: [`decide`](Self::decide) with the check's step, then
-    /// counted (for [`NoCounters`], nothing: the check is the uncounted one).
-    #[inline]
-    fn check_core(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
-        let decision = self.decide(Consume, quota, cost, now);
-        self.counters.record(decision.is_allowed(), cost);
-        decision
+        self.core.check_with((), request)
     }
 
     /// Whether one unit would pass now, consuming nothing.
@@ -282,7 +270,7 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// ```
     #[inline]
     pub fn peek(&self) -> Decision<Q> {
-        self.peek_decision(&self.quota, 1, self.quota.instant(self.clock.now()))
+        self.core.peek_one(())
     }
 
     /// Whether `request` would pass, consuming nothing.
@@ -298,125 +286,131 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek_with(&self, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
-        Ok(self.peek_decision(&resolved.quota, resolved.cost, resolved.now))
+        self.core.peek_with((), request)
     }
+}
 
-    /// The core every check and reservation funnels into: `operation` for `cost` (at most
-    /// `quota`'s limit) at `now`. One compare-and-swap attempt; a lost race retries on the cold
-    /// path.
+impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
+    /// Books one unit now, for the earliest start the quota allows: at once if it fits, else
+    /// later, with requests booked after it queued behind it. Granted unless the wait would be
+    /// longer than a state word can book (at least about 4.5 years) or the start would lie
+    /// past the clock's [horizon](Timestamp::HORIZON).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// // 2 per second, bursts of 2.
+    /// let limiter = Limiter::with_clock(Gcra::per_second(2)?, ManualClock::new());
+    /// let delays: Vec<_> = (0..4).map(|_| limiter.reserve().delay()).collect();
+    /// assert_eq!(delays, [0, 0, 500, 1_000].map(Duration::from_millis));
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     #[inline]
-    pub(crate) fn decide(
-        &self,
-        operation: impl Operation<Q>,
-        quota: &Q,
-        cost: u64,
-        now: Q::Instant,
-    ) -> Decision<Q> {
-        if cost == 0 {
-            return self.peek_decision(quota, 0, now);
-        }
-        // ORDERING: Acquire, so that the word is examined with the same visibility the driver's
-        // failed compare-and-swap gives (see `driver::apply`).
-        let observed = self.state.load(Ordering::Acquire);
-        let step = operation.step(quota, observed, now, cost);
-        match driver::attempt(&self.state, observed, step) {
-            // An admitted state leads `now` by at most the quota's own tolerance, or a booking
-            // by what it raised the lead to: the judging lead cannot matter (see `JudgingLead`).
-            Attempt::Allowed { current } => Decision::new(true, cost, current, now, *quota),
-            Attempt::Denied => Decision::new(false, cost, observed, now, self.lead.judging(quota)),
-            Attempt::Lost { actual } => {
-                // The cold path hands back the outcome and the word, not a `Decision`: built
-                // here, every arm's decision is made of registers, and the compiler keeps them
-                // there. From a `Decision` returned through memory, it wrote the fast path's
-                // decision to the stack too (13 instructions) once the counters' code followed
-                // the check.
-                let (allowed, word) = self.decide_contended(operation, quota, cost, now, actual);
-                let judging = if allowed {
-                    *quota
-                } else {
-                    self.lead.judging(quota)
-                };
-                Decision::new(allowed, cost, word, now, judging)
-            }
-        }
+    pub fn reserve(&self) -> Reservation<'_> {
+        self.core.reserve_one(())
     }
 
-    /// The first half of [`decide`](Self::decide) for a cost above zero: one compare-and-swap
-    /// attempt with the check's step. The word written if it admitted at once; `None` if it
-    /// denied or lost the race (nothing written).
+    /// Books `request` (cost, time, tier, longest wait; see [`Request`]) for the earliest start
+    /// its quota allows, or refuses it, booking nothing, if that start is further away than
+    /// its [`max_wait`](Request::max_wait).
+    ///
+    /// Errors when the request can never pass: a cost above the quota's limit.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, ManualClock, Request};
+    /// use std::time::Duration;
+    ///
+    /// // 1,000 bytes per second, bursts of 1,500.
+    /// let limiter = Limiter::with_clock(Gcra::per_second(1_000)?.with_burst(1_500)?, ManualClock::new());
+    /// assert_eq!(limiter.reserve_with(Request::cost(1_500))?.delay(), Duration::ZERO);
+    /// let packet = limiter.reserve_with(Request::cost(500))?;
+    /// assert_eq!(packet.delay(), Duration::from_millis(500));
+    /// assert!(limiter.reserve_with(Request::cost(2_000)).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
-    pub(crate) fn admit_at_once(&self, quota: &Q, cost: u64, now: Q::Instant) -> Option<u64> {
-        // ORDERING: Acquire, as in `decide`.
-        let observed = self.state.load(Ordering::Acquire);
-        match driver::attempt(&self.state, observed, quota.step(observed, now, cost)) {
-            Attempt::Allowed { current } => Some(current),
-            Attempt::Denied | Attempt::Lost { .. } => None,
-        }
+    pub fn reserve_with(&self, request: Request<Q>) -> Result<Reservation<'_>, RequestError> {
+        self.core.reserve_with((), request)
     }
 
-    /// The state word now (Acquire, as in `decide`): what a striped limiter reports its
-    /// decisions on.
-    #[inline]
-    pub(crate) fn state_word(&self) -> u64 {
-        // ORDERING: Acquire, as in `decide`.
-        self.state.load(Ordering::Acquire)
+    /// Waits until one unit may start: books it ([`reserve`](Self::reserve)), then blocks the
+    /// thread until its start ([`Clock::sleep_until`]: parked, spinning only for the last
+    /// microsecond). Returns the start. Waiters start in the order they booked.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter};
+    ///
+    /// let limiter = Limiter::new(Gcra::per_second(1_000)?);
+    /// let start = limiter.wait()?;
+    /// assert!(limiter.now() >= start);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait(&self) -> Result<Timestamp, WaitError> {
+        self.wait_with(Request::new())
     }
 
-    /// Consumes `cost` (at most the limit) at `now` under the limiter's own quota, through the
-    /// shared driver: the word written if admitted (`Ok`), or the word that denied it (`Err`).
-    /// What a striped limiter's lease is.
-    #[inline]
-    pub(crate) fn take_at(&self, cost: u64, now: Q::Instant) -> Result<u64, u64> {
-        // ORDERING: Acquire, as in `decide`.
-        let observed = self.state.load(Ordering::Acquire);
-        match driver::apply(&self.state, observed, |word| {
-            Some(self.quota.step(word, now, cost))
-        }) {
-            Applied::Allowed { current } => Ok(current),
-            Applied::Denied { observed } => Err(observed),
-            Applied::Aborted => unreachable!("a direct limiter's step never aborts"),
-        }
+    /// Waits until `request` may start: books it ([`reserve_with`](Self::reserve_with)), then
+    /// blocks until its start, plus its [`jitter`](Request::jitter). The deadline form: with a
+    /// [`max_wait`](Request::max_wait), a request that could not start within it returns
+    /// [`WaitError::TooLong`] at once, booking nothing.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, Request, WaitError};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Limiter::new(Gcra::per_minute(1)?);
+    /// limiter.wait()?;
+    /// let within_a_second = Request::new().max_wait(Duration::from_secs(1));
+    /// assert!(matches!(limiter.wait_with(within_a_second), Err(WaitError::TooLong { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_with(&self, request: Request<Q>) -> Result<Timestamp, WaitError> {
+        self.core.wait_with((), request)
     }
 
-    /// [`decide`](Self::decide) after a lost race: the shared driver, from the word that won.
-    /// Whether it admitted, and the word it wrote (admitted) or that denied it.
-    #[cold]
-    #[inline(never)]
-    fn decide_contended(
-        &self,
-        operation: impl Operation<Q>,
-        quota: &Q,
-        cost: u64,
-        now: Q::Instant,
-        observed: u64,
-    ) -> (bool, u64) {
-        match driver::apply(&self.state, observed, |word| {
-            Some(operation.step(quota, word, now, cost))
-        }) {
-            Applied::Allowed { current } => (true, current),
-            Applied::Denied { observed } => (false, observed),
-            Applied::Aborted => unreachable!("a direct limiter's step never aborts"),
-        }
+    /// Waits asynchronously until one unit may start (feature `tokio`): books it when first
+    /// polled, then sleeps on tokio's timer until its start. Returns the start. Dropping the
+    /// future before then cancels the reservation ([`Reservation::cancel`]).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, TokioClock};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = Limiter::with_clock(Gcra::per_second(100)?.with_burst(1)?, TokioClock::new());
+    /// for sent in 0..10u64 {
+    ///     let start = limiter.until_ready().await?;
+    ///     assert_eq!(start.since_origin(), Duration::from_millis(10 * sent));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn until_ready(&self) -> Result<Timestamp, WaitError> {
+        self.until_ready_with(Request::new()).await
     }
 
-    /// Applies `operation` until it is written or denied, without a decision: for
-    /// cancellations, whose cost is not a request's.
-    #[cold]
-    pub(crate) fn apply(&self, operation: impl Operation<Q>, now: Q::Instant) {
-        // ORDERING: Acquire, as in `decide`.
-        let observed = self.state.load(Ordering::Acquire);
-        let _ = driver::apply(&self.state, observed, |word| {
-            Some(operation.step(&self.quota, word, now, 0))
-        });
-    }
-
-    /// The core every peek funnels into.
-    #[inline]
-    pub(crate) fn peek_decision(&self, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
-        // ORDERING: Acquire, as in `decide`; nothing is written.
-        let observed = self.state.load(Ordering::Acquire);
-        let allowed = cost == 0 || matches!(quota.step(observed, now, cost), Step::Allow(_));
-        Decision::new(allowed, cost, observed, now, self.lead.judging(quota))
+    /// Waits asynchronously until `request` may start (feature `tokio`), plus its
+    /// [`jitter`](Request::jitter); with a [`max_wait`](Request::max_wait), returns
+    /// [`WaitError::TooLong`] at once if it could not start within it.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Limiter, Request, TokioClock, WaitError};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = Limiter::with_clock(Gcra::per_second(1)?, TokioClock::new());
+    /// limiter.until_ready().await?;
+    /// let soon = Request::new().max_wait(Duration::from_millis(500));
+    /// assert!(matches!(limiter.until_ready_with(soon).await, Err(WaitError::TooLong { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn until_ready_with(&self, request: Request<Q>) -> Result<Timestamp, WaitError> {
+        self.core.until_ready_with((), request).await
     }
 }

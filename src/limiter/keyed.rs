@@ -1,30 +1,6 @@
-//! Keyed limiters: one quota, one state word per key, in a bounded, sharded, cache-padded table
-//! built for hot paths and hostile traffic.
-//!
-//! | file | concern |
-//! |---|---|
-//! | `mod.rs` | [`KeyedLimiter`] and its operations; sizing advice |
-//! | `options.rs` | [`KeyedLimiterBuilder`], [`WhenFull`], [`TableError`] |
-//! | `key_mode.rs` | [`Hashed`], [`Exact`], [`ExactKey`] |
-//! | `key_hash.rs` | checks by a hash the caller holds ([`KeyHash`]) |
-//! | `table.rs` | shards, buckets, lookups, [`KeyedStats`] |
-//! | `placement.rs`, `hints.rs` | where a key may live; one-byte lookup hints |
-//! | `slot.rs` | a slot's identity and state words |
-//! | `protocol.rs` | checks, peeks and inserts on shared slots, and why they are ABA-free |
-//! | `slot_choice.rs` | where a new key goes: the survey of its slots, the claim, the publication |
-//! | `log_slots.rs` | keyed sliding logs: a log's protocol on slots, records beside the table |
-//!
-//! Reservations and waits on keyed limiters are in [`throttle`](crate::throttle) (they run
-//! through the same protocol).
-//!
-//! # Table layout
-//!
-//! The table is a power of two of shards, each a fixed run of 64-byte-aligned buckets of 8
-//! slots in one array. A key hashes (ahash, with a random seed per table, so clients cannot aim
-//! keys at one bucket) to two candidate buckets of one shard: the key may live in any of those
-//! 16 slots. Nothing is ever allocated after construction, whatever the number of distinct keys
-//! seen. A slot is its key's state word followed by its identity words, and each bucket has a
-//! word of one-byte lookup hints, so a lookup usually reads one word of hints and one slot.
+//! Keyed limiters: [`KeyedLimiter`], one quota and one state word per key, on a bounded,
+//! sharded, cache-padded table built for hot paths and hostile traffic (`src/store/table/`),
+//! through the one core every rate limiter shares; its builder, key modes and statistics.
 //!
 //! # Sizing
 //!
@@ -67,45 +43,24 @@
 //! about 2^-45.8, 1.6·10^-14 per lookup. [`Exact`] stores integer keys up to 128 bits (IPv4,
 //! IPv6, `u64` ids) and never confuses two keys.
 //!
-//! # Concurrency
-//!
-//! Checks of a present key are lock-free; inserts of new keys, and removals of keys, take their
-//! shard's insert lock, which checks never take. `src/keyed/protocol.rs` states the protocol and why it is free of
-//! ABA (in these docs with `cargo doc --document-private-items`); `loom-tests/` model-checks it.
 
-mod hints;
-mod key_hash;
-mod key_mode;
-mod log_slots;
-mod options;
-mod placement;
-mod protocol;
-mod slot;
-mod slot_choice;
-mod table;
-
-pub use key_hash::KeyHash;
-pub use key_mode::{Exact, ExactKey, Hashed, KeyMode};
-pub use options::{KeyedLimiterBuilder, TableError, WhenFull};
-pub use table::KeyedStats;
-
-pub(crate) use log_slots::{LogOutcome, LogRecords};
-/// A keyed slot's state word while it is being (re)assigned (see `slot.rs`).
-pub(crate) use slot::RESERVED;
-
-use crate::clock::{Clock, QuantaClock, Timestamp};
+use super::core::Core;
 #[cfg(feature = "metrics")]
-use crate::counters;
-use crate::counters::{Counting, NoCounters, Totals};
+use super::counters;
+use super::counters::{Counting, NoCounters, Totals};
+use super::reservation::Reservation;
+use super::wait::WaitError;
+use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
-use crate::engine::operation::Consume;
-use crate::engine::request::{JudgingLead, Request, Tier};
-use crate::quota::Quota;
-use crate::quota::QuotaError;
+use crate::engine::request::{Request, Tier};
+use crate::quota::{Quota, QuotaError, Reservable};
+use crate::store::table::{Located, SlotOps, Table};
 use core::fmt;
 use core::marker::PhantomData;
-use table::Table;
+
+pub use super::keyed_builder::KeyedLimiterBuilder;
+pub use crate::store::table::{Exact, ExactKey, Hashed, KeyMode, KeyedStats, TableError, WhenFull};
 
 /// A rate limiter with one state per key: client IPs, user ids, API keys, flow tuples.
 ///
@@ -114,7 +69,7 @@ use table::Table;
 /// threads by reference or in an [`Arc`](std::sync::Arc).
 ///
 /// `K` is the key type (`?Sized`: a `KeyedLimiter<str, _>` takes `&str`); `M` how keys are
-/// stored: [`Hashed`] (default, any `Hash` key) or [`Exact`] (see [`ExactKeyedLimiter`]).
+/// stored: [`Hashed`] (default, any `Hash` key) or [`Exact`].
 ///
 /// | operation | shorthand | packet-loop form | full form |
 /// |---|---|---|---|
@@ -147,50 +102,21 @@ pub struct KeyedLimiter<
     M: KeyMode<K> = Hashed,
     N: Counting = NoCounters,
 > {
-    table: Table<M::Slot>,
-    capacity: usize,
-    pub(crate) hasher: ahash::RandomState,
-    /// The bijection from a caller's [`KeyHash`] to a slot identity, keyed by `hasher`.
-    key_hash_seeds: key_hash::KeyHashSeeds,
-    pub(crate) quota: Q,
-    pub(crate) lead: JudgingLead,
-    pub(crate) clock: C,
-    when_full: WhenFull,
-    /// The checks' totals ([`Counters`](crate::counters::Counters), if built
-    /// [`with_counters`](KeyedLimiterBuilder::with_counters)), or nothing ([`NoCounters`]).
-    pub(crate) counters: N,
+    /// The table, the quota, the clock and the counters
+    /// ([`Counters`](crate::counters::Counters), if built
+    /// [`with_counters`](KeyedLimiterBuilder::with_counters), or nothing).
+    pub(crate) core: Core<Q, Table<M::Slot>, C, N>,
     key: PhantomData<fn(&K)>,
 }
-
-/// A keyed limiter storing integer keys (up to 128 bits: IPv4, IPv6, `u64` ids) exactly.
-///
-/// ```
-/// use nanolimit::{ExactKeyedLimiter, FixedWindow, KeyedLimiter, ManualClock};
-/// use std::net::Ipv6Addr;
-///
-/// let limiter: ExactKeyedLimiter<Ipv6Addr, FixedWindow, ManualClock> =
-///     KeyedLimiter::builder(FixedWindow::per_second(1)?)
-///         .capacity(100_000)
-///         .clock(ManualClock::new())
-///         .exact_keys()
-///         .build()?;
-/// assert!(limiter.check(&Ipv6Addr::LOCALHOST).is_allowed());
-/// assert!(limiter.check(&Ipv6Addr::LOCALHOST).is_denied());
-/// assert_eq!(limiter.bytes_per_key(), 31);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub type ExactKeyedLimiter<K, Q, C = QuantaClock> = KeyedLimiter<K, Q, C, Exact>;
 
 impl<K: ?Sized, Q: Quota, C: Clock + fmt::Debug, M: KeyMode<K>, N: Counting> fmt::Debug
     for KeyedLimiter<K, Q, C, M, N>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedLimiter")
-            .field("quota", &self.quota)
-            .field("clock", &self.clock)
-            .field("capacity", &self.capacity)
-            .field("shards", &self.table.shard_count())
-            .field("when_full", &self.when_full)
+            .field("quota", &self.core.quota)
+            .field("clock", &self.core.clock)
+            .field("table", &self.core.store)
             .finish_non_exhaustive()
     }
 }
@@ -210,7 +136,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// ```
     #[inline]
     pub fn check(&self, key: &K) -> Decision<Q> {
-        self.check_at(key, self.clock.now())
+        self.core.check_at(self.locate(key), self.core.clock.now())
     }
 
     /// Checks one unit for `key` at `now`, a reading the caller already holds: no clock read.
@@ -231,8 +157,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// ```
     #[inline]
     pub fn check_at(&self, key: &K, now: Timestamp) -> Decision<Q> {
-        // Every quota's limit is at least 1.
-        self.check_core(key, &self.quota, 1, self.quota.instant(now))
+        self.core.check_at(self.locate(key), now)
     }
 
     /// Checks `request` for `key` (cost, time, tier; see [`Request`]): consumes its cost, all or
@@ -257,17 +182,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// ```
     #[inline]
     pub fn check_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
-        Ok(self.check_core(key, &resolved.quota, resolved.cost, resolved.now))
-    }
-
-    /// The core every check funnels into: [`decide`](Self::decide) with the check's step, then
-    /// counted (for [`NoCounters`], nothing: the check is the uncounted one).
-    #[inline]
-    fn check_core(&self, key: &K, quota: &Q, cost: u64, now: Q::Instant) -> Decision<Q> {
-        let decision = self.decide(Consume, key, quota, cost, now);
-        self.counters.record(decision.is_allowed(), cost);
-        decision
+        self.core.check_with(self.locate(key), request)
     }
 
     /// Whether one unit for `key` would pass now, consuming nothing and inserting nothing.
@@ -284,8 +199,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek(&self, key: &K) -> Decision<Q> {
-        let now = self.quota.instant(self.clock.now());
-        self.peek_decision(key, &self.quota, 1, now)
+        self.core.peek_one(self.locate(key))
     }
 
     /// Whether `request` for `key` would pass, consuming nothing and inserting nothing.
@@ -303,8 +217,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek_with(&self, key: &K, request: Request<Q>) -> Result<Decision<Q>, RequestError> {
-        let resolved = request.resolve(&self.quota, &self.lead, &self.clock)?;
-        Ok(self.peek_decision(key, &resolved.quota, resolved.cost, resolved.now))
+        self.core.peek_with(self.locate(key), request)
     }
 
     /// `quota` made ready for requests to this limiter ([`Request::tier`]): validated and
@@ -324,7 +237,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
-        Tier::new(quota, &self.quota, &self.lead)
+        self.core.tier(quota)
     }
 
     /// Removes `key` from the table: its next check is judged as a new key's, on a fresh state
@@ -376,8 +289,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     ///
     /// Keyed sliding logs and keyed in-flight limiters have no `remove`.
     pub fn remove(&self, key: &K) -> bool {
-        let (hash, identity) = M::identify(&self.hasher, key);
-        self.remove_identified(hash, &identity)
+        self.core.store.remove(&self.locate(key))
     }
 
     /// A reading of this limiter's clock, for [`check_at`](Self::check_at) and
@@ -394,44 +306,44 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// ```
     #[inline]
     pub fn now(&self) -> Timestamp {
-        self.clock.now()
+        self.core.clock.now()
     }
 
     /// The table's quota.
     pub fn quota(&self) -> &Q {
-        &self.quota
+        &self.core.quota
     }
 
     /// The clock this limiter reads.
     pub fn clock(&self) -> &C {
-        &self.clock
+        &self.core.clock
     }
 
     /// How many live keys the table was sized for (as requested at construction).
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.core.store.capacity()
     }
 
     /// How many slots the table has: the capacity plus its headroom (a half for [`Hashed`]
     /// keys, a quarter for [`Exact`] ones), rounded up to whole buckets.
     pub fn slots(&self) -> usize {
-        self.table.slot_count()
+        self.core.store.slot_count()
     }
 
     /// The number of shards.
     pub fn shards(&self) -> usize {
-        self.table.shard_count()
+        self.core.store.shard_count()
     }
 
     /// Total bytes the table occupies, fixed at construction.
     pub fn memory_bytes(&self) -> usize {
-        self.table.memory_bytes()
+        self.core.store.memory_bytes()
     }
 
     /// Bytes per key of capacity, all overhead (headroom, padding, shards) included, rounded to
     /// the nearest byte.
     pub fn bytes_per_key(&self) -> usize {
-        (self.memory_bytes() + self.capacity / 2) / self.capacity
+        (self.memory_bytes() + self.capacity() / 2) / self.capacity()
     }
 
     /// How many keys the table holds, live or equivalent to fresh (entries are reused, not
@@ -453,7 +365,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn entries(&self) -> usize {
-        self.table.entries()
+        self.core.store.entries()
     }
 
     /// The table's occupancy and slow-path event counters. Scans the whole table (for
@@ -477,7 +389,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn stats(&self) -> KeyedStats {
-        self.table.stats()
+        self.core.store.stats()
     }
 
     /// The totals of the checks so far, or `None` for a limiter built without
@@ -501,7 +413,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn totals(&self) -> Option<Totals> {
-        self.counters.totals()
+        self.core.counters.totals()
     }
 
     /// Records this limiter's [`totals`](Self::totals) (if it has counters) and its table's
@@ -525,6 +437,145 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         if let Some(totals) = self.totals() {
             counters::export::record_totals(name, &totals);
         }
-        counters::export::record_keyed(name, &self.stats(), self.capacity);
+        counters::export::record_keyed(name, &self.stats(), self.capacity());
+    }
+
+    /// The one-byte lookup hint `key` gets in this table: for the loom models, which need keys
+    /// whose hints collide to reach some interleavings.
+    #[cfg(nanolimit_loom)]
+    pub fn lookup_hint(&self, key: &K) -> u8 {
+        self.core.store.lookup_hint(self.locate(key).hash)
+    }
+
+    /// A keyed limiter over `core`.
+    pub(crate) fn from_core(core: Core<Q, Table<M::Slot>, C, N>) -> Self {
+        KeyedLimiter {
+            core,
+            key: PhantomData,
+        }
+    }
+
+    /// Where `key` lives in the table.
+    #[inline(always)]
+    pub(crate) fn locate(&self, key: &K) -> Located<<M::Slot as SlotOps>::Identity> {
+        self.core.store.locate::<K, M>(key)
+    }
+}
+
+impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
+    /// Books one unit for `key` now, for the earliest start the quota allows: at once if it
+    /// fits, else later, behind the key's earlier bookings. A key the table does not hold is
+    /// inserted as a check would insert it; a full table may refuse it
+    /// ([`WhenFull`]).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = KeyedLimiter::builder(Gcra::per_second(1)?).clock(ManualClock::new()).build()?;
+    /// assert_eq!(limiter.reserve("alice").delay(), Duration::ZERO);
+    /// assert_eq!(limiter.reserve("alice").delay(), Duration::from_secs(1));
+    /// assert_eq!(limiter.reserve("bob").delay(), Duration::ZERO);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn reserve(&self, key: &K) -> Reservation<'_> {
+        self.core.reserve_one(self.locate(key))
+    }
+
+    /// Books `request` for `key` (cost, time, tier, longest wait; see [`Request`]), or refuses
+    /// it, booking nothing, if its start is further away than its
+    /// [`max_wait`](Request::max_wait) (or the table has no room for a new key).
+    ///
+    /// Errors when the request can never pass: a cost above its quota's limit, or a tier made
+    /// by a limiter whose state counts in other units.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = KeyedLimiter::builder(Gcra::per_second(10)?).clock(ManualClock::new()).build()?;
+    /// let patient = Request::cost(10).max_wait(Duration::from_secs(1));
+    /// assert!(limiter.reserve_with(&7u64, patient)?.is_granted()); // now
+    /// assert!(limiter.reserve_with(&7, patient)?.is_granted()); // in 1 s
+    /// assert!(limiter.reserve_with(&7, patient)?.is_refused()); // would be in 2 s
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn reserve_with(
+        &self,
+        key: &K,
+        request: Request<Q>,
+    ) -> Result<Reservation<'_>, RequestError> {
+        self.core.reserve_with(self.locate(key), request)
+    }
+
+    /// Waits until one unit for `key` may start: books it ([`reserve`](Self::reserve)), then
+    /// blocks the thread until its start. Returns the start.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    ///
+    /// let limiter = KeyedLimiter::<str, _>::new(Gcra::per_second(1_000)?, 1_000)?;
+    /// let start = limiter.wait("tenant-1")?;
+    /// assert!(limiter.now() >= start);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait(&self, key: &K) -> Result<Timestamp, WaitError> {
+        self.wait_with(key, Request::new())
+    }
+
+    /// Waits until `request` for `key` may start: books it
+    /// ([`reserve_with`](Self::reserve_with)), then blocks until its start, plus its
+    /// [`jitter`](Request::jitter). With a [`max_wait`](Request::max_wait), a request that
+    /// could not start within it returns [`WaitError::TooLong`] at once, booking nothing.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, Request, WaitError};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = KeyedLimiter::<u32, _>::new(Gcra::per_hour(1)?, 1_000)?;
+    /// limiter.wait(&1)?;
+    /// let request = Request::new().max_wait(Duration::from_secs(1));
+    /// assert!(matches!(limiter.wait_with(&1, request), Err(WaitError::TooLong { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_with(&self, key: &K, request: Request<Q>) -> Result<Timestamp, WaitError> {
+        self.core.wait_with(self.locate(key), request)
+    }
+
+    /// Waits asynchronously until one unit for `key` may start (feature `tokio`); dropping
+    /// the future before then cancels its reservation.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, KeyedLimiter, TokioClock};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = KeyedLimiter::builder(Gcra::per_second(2)?.with_burst(1)?)
+    ///     .clock(TokioClock::new())
+    ///     .build()?;
+    /// limiter.until_ready("alice").await?;
+    /// let second = limiter.until_ready("alice").await?;
+    /// assert_eq!(second.since_origin(), Duration::from_millis(500));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn until_ready(&self, key: &K) -> Result<Timestamp, WaitError> {
+        self.until_ready_with(key, Request::new()).await
+    }
+
+    /// Waits asynchronously until `request` for `key` may start (feature `tokio`), plus its
+    /// [`jitter`](Request::jitter); with a [`max_wait`](Request::max_wait), returns
+    /// [`WaitError::TooLong`] at once if it could not start within it.
+    #[cfg(feature = "tokio")]
+    pub async fn until_ready_with(
+        &self,
+        key: &K,
+        request: Request<Q>,
+    ) -> Result<Timestamp, WaitError> {
+        self.core.until_ready_with(self.locate(key), request).await
     }
 }

@@ -3,7 +3,7 @@
 //! [module documentation](super#metrics-names-feature-metrics) lists.
 
 use super::Totals;
-use crate::keyed::KeyedStats;
+use crate::store::table::KeyedStats;
 
 /// Checks allowed and denied.
 pub(crate) const REQUESTS_TOTAL: &str = "nanolimit_requests_total";

@@ -1,7 +1,8 @@
 //! Key modes: how a keyed table stores a key's identity, [`Hashed`] (any `Hash` key, as a 64-bit
 //! seeded hash) or [`Exact`] (integer keys up to 128 bits, stored as they are).
 
-use super::slot::Slot;
+use super::slot::{Slot, SlotOps};
+use super::Table;
 use core::hash::Hash;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -77,8 +78,8 @@ impl<T: ExactKey + ?Sized> ExactKey for &T {
 }
 
 /// Key mode: keys are stored as their 64-bit seeded hash (any `Hash` key: strings, tuples,
-/// addresses). The default. Its cost per key is under [sizing](super#sizing), its collision
-/// probability under [key identity and collisions](super#key-identity-and-collisions).
+/// addresses). The default. Its cost per key is under [sizing](crate::keyed#sizing), its collision
+/// probability under [key identity and collisions](crate::keyed#key-identity-and-collisions).
 ///
 /// ```
 /// use nanolimit::{Gcra, Hashed, KeyedLimiter, QuantaClock};
@@ -94,13 +95,13 @@ impl<T: ExactKey + ?Sized> ExactKey for &T {
 pub struct Hashed;
 
 /// Key mode: integer keys up to 128 bits (IPv4, IPv6, `u64` ids; see [`ExactKey`]) are stored
-/// exactly, so two keys never share a state. Its cost per key is under [sizing](super#sizing).
+/// exactly, so two keys never share a state. Its cost per key is under [sizing](crate::keyed#sizing).
 ///
 /// ```
-/// use nanolimit::{ExactKeyedLimiter, Gcra, KeyedLimiter};
+/// use nanolimit::{Exact, Gcra, KeyedLimiter, QuantaClock};
 /// use std::net::IpAddr;
 ///
-/// let limiter: ExactKeyedLimiter<IpAddr, Gcra> =
+/// let limiter: KeyedLimiter<IpAddr, Gcra, QuantaClock, Exact> =
 ///     KeyedLimiter::builder(Gcra::per_second(5)?).capacity(1_000).exact_keys().build()?;
 /// assert!(limiter.check(&"2001:db8::1".parse()?).is_allowed());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -135,7 +136,30 @@ impl<K: ExactKey + ?Sized> private::Sealed<K> for Exact {
     }
 }
 
-pub(super) mod private {
+/// Ties a builder to its key type and key mode without owning either.
+pub(crate) type KeyMarker<K, M> = core::marker::PhantomData<(fn(&K), M)>;
+
+/// A key located in a table: its hash (where it may live) and its identity words (what its
+/// slot stores), computed once per call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Located<I> {
+    pub(crate) hash: u64,
+    pub(crate) identity: I,
+}
+
+impl<S: SlotOps> Table<S> {
+    /// Where `key`, stored as mode `M` says, lives in this table.
+    #[inline]
+    pub(crate) fn locate<K: ?Sized, M: KeyMode<K, Slot = S>>(
+        &self,
+        key: &K,
+    ) -> Located<S::Identity> {
+        let (hash, identity) = M::identify(self.hasher(), key);
+        Located { hash, identity }
+    }
+}
+
+pub(crate) mod private {
     use super::super::slot::SlotOps;
 
     /// Seals [`KeyMode`](super::KeyMode), and holds what the table needs of a mode.

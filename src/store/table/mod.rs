@@ -1,24 +1,57 @@
-//! The table: every shard's 64-byte-aligned buckets of slots in one array, their hint words
-//! in another, allocated once, and the lookups over them; per shard, on a cache line of its
-//! own, what inserts write (the insert lock and the event counters). What a check or an insert
-//! does with a slot is the [protocol](super::protocol).
+//! The bounded keyed table: one state word per key in shards of cache-line buckets, allocated
+//! once, with lock-free lookups and checks, and inserts under a shard's lock. It knows nothing
+//! of what a word means beyond [`SlotState`](crate::quota::SlotState), and nothing of the
+//! limiters built on it.
 //!
-//! Shard `s` owns buckets `s × buckets_per_shard ..` of the array, and a key's first bucket is
-//! drawn over the whole array ([`Placement`]), so a lookup goes from the hash to its bucket
-//! through the table's own fields: no per-shard header, no bounds check but the arrays'. A
-//! flood of new keys into a shard writes its writer part, which no lookup reads. Inserts still
-//! write the slots and hint words they take, which share cache lines with neighbouring
-//! buckets' (eight buckets' hint words per line); `docs/performance.md` has the measured
-//! effects.
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | the table: shards, buckets, hint words, lookups, counts, [`KeyedStats`] |
+//! | `key.rs` | [`KeyMode`]: [`Hashed`], [`Exact`], [`ExactKey`]; a key's hash and identity words |
+//! | `placement.rs`, `hints.rs` | where a key may live; one-byte lookup hints |
+//! | `slot.rs` | a slot's identity and state words |
+//! | `protocol.rs` | checks, peeks, undos and removals on shared slots, and why they are ABA-free |
+//! | `insert.rs` | the one insert protocol, for every kind of state: the survey, the claim, the publication |
+//! | `choose.rs` | where a new key goes: the survey of its slots |
+//!
+//! # Table layout
+//!
+//! The table is a power of two of shards, each a fixed run of 64-byte-aligned buckets of 8
+//! slots in one array. A key hashes (ahash, with a random seed per table, so clients cannot aim
+//! keys at one bucket) to two candidate buckets of one shard: the key may live in any of those
+//! 16 slots. Nothing is ever allocated after construction, whatever the number of distinct keys
+//! seen. A slot is its key's state word followed by its identity words, and each bucket has a
+//! word of one-byte lookup hints, so a lookup usually reads one word of hints and one slot.
+//!
+//! # Concurrency
+//!
+//! Checks of a present key are lock-free; inserts of new keys, and removals of keys, take their
+//! shard's insert lock, which checks never take. `src/keyed/protocol.rs` states the protocol and why it is free of
+//! ABA (in these docs with `cargo doc --document-private-items`); `loom-tests/` model-checks it.
 
-use super::hints::{self, HintMatches};
-use super::options::TableError;
-use super::placement::Placement;
-use super::slot::{SlotOps, RESERVED, VACANT};
+mod choose;
+mod hints;
+mod insert;
+mod key;
+mod options;
+mod placement;
+mod protocol;
+mod slot;
+
+pub(crate) use choose::{Candidate, Full};
+pub(crate) use insert::{Insertion, Taken, Verdict};
+pub use key::{Exact, ExactKey, Hashed, KeyMode};
+pub(crate) use key::{KeyMarker, Located};
+pub use options::{TableError, WhenFull};
+pub(crate) use options::{TableOptions, DEFAULT_CAPACITY};
+pub(crate) use placement::Placement;
+pub(crate) use protocol::KeyIdentity;
+pub(crate) use slot::{SlotOps, RESERVED, VACANT};
+
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
+use hints::HintMatches;
 
-/// Slots per bucket: with [`Hashed`](super::Hashed) keys a bucket is two 64-byte cache lines,
+/// Slots per bucket: with [`Hashed`] keys a bucket is two 64-byte cache lines,
 /// each holding four (state, identity) pairs.
 pub(crate) const SLOTS_PER_BUCKET: usize = 8;
 
@@ -30,7 +63,7 @@ const MAX_SHARDS: usize = 1 << 24;
 /// One cache-line-aligned bucket of slots.
 #[derive(Debug)]
 #[repr(align(64))]
-pub(super) struct Bucket<S> {
+pub(crate) struct Bucket<S> {
     pub(super) slots: [S; SLOTS_PER_BUCKET],
 }
 
@@ -43,12 +76,12 @@ struct ShardWriter {
     refused_new_keys: AtomicU64,
     untracked_new_keys: AtomicU64,
     evictions: AtomicU64,
-    /// Keys removed ([`KeyedLimiter::remove`](super::KeyedLimiter::remove)): counted with a
+    /// Keys removed ([`KeyedLimiter::remove`](crate::KeyedLimiter::remove)): counted with a
     /// Release increment after the removed entry's hint is cleared (see
     /// [`Table::reassignments`]).
     removals: AtomicU64,
     /// The earliest time a new key of this shard is judged at, as the quota's time word
-    /// ([`Quota::time_word`](crate::Quota::time_word)): raised by every reclaim to when the
+    /// ([`Quota::time_word`](crate::quota::SlotState::time_word)): raised by every reclaim to when the
     /// reclaimed entry became fresh, so a key that comes back behind its reclaimed entry is
     /// judged no earlier than its old state left it (`protocol.rs`, "Keys that come back").
     new_key_floor: AtomicU64,
@@ -56,7 +89,7 @@ struct ShardWriter {
 
 /// A shard's insert lock, held until dropped, and which shard's it is: what
 /// [`Table::count`] takes as proof that its caller is the shard's only writer of its counts.
-pub(super) struct InsertLock<'table> {
+pub(crate) struct InsertLock<'table> {
     shard: usize,
     _guard: MutexGuard<'table, ()>,
 }
@@ -65,14 +98,14 @@ pub(super) struct InsertLock<'table> {
 /// the bucket. Carried from the insert path's survey to the hint write, so that neither
 /// searches the buckets for the slot again.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct SlotPosition {
+pub(crate) struct SlotPosition {
     pub(super) bucket: usize,
     pub(super) index: usize,
 }
 
 /// A slow-path event a shard counts.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum TableEvent {
+pub(crate) enum TableEvent {
     Insert,
     Reclaim,
     RefusedNewKey,
@@ -99,9 +132,9 @@ pub(super) enum TableEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct KeyedStats {
     /// Keys the table holds, live or equivalent to fresh (as
-    /// [`KeyedLimiter::entries`](super::KeyedLimiter::entries): entries are reused, not
+    /// [`KeyedLimiter::entries`](crate::KeyedLimiter::entries): entries are reused, not
     /// swept, so this grows to the table's slots under a stream of new keys; only a
-    /// [`remove`](super::KeyedLimiter::remove) lowers it).
+    /// [`remove`](crate::KeyedLimiter::remove) lowers it).
     pub entries: u64,
     /// New keys given a slot.
     pub inserts: u64,
@@ -110,23 +143,22 @@ pub struct KeyedStats {
     /// New keys denied because their candidate slots were all live ([`WhenFull::Deny`], or an
     /// inherited state that denied under [`WhenFull::EvictClosestToFresh`]).
     ///
-    /// [`WhenFull::Deny`]: super::WhenFull::Deny
-    /// [`WhenFull::EvictClosestToFresh`]: super::WhenFull::EvictClosestToFresh
+    /// [`WhenFull::Deny`]: crate::WhenFull::Deny
+    /// [`WhenFull::EvictClosestToFresh`]: crate::WhenFull::EvictClosestToFresh
     pub refused_new_keys: u64,
-    /// New keys allowed without being tracked ([`WhenFull::Allow`](super::WhenFull::Allow)).
+    /// New keys allowed without being tracked ([`WhenFull::Allow`]).
     pub untracked_new_keys: u64,
     /// Live entries evicted for a new key
-    /// ([`WhenFull::EvictClosestToFresh`](super::WhenFull::EvictClosestToFresh)).
+    /// ([`WhenFull::EvictClosestToFresh`]).
     pub evictions: u64,
-    /// Keys removed by [`KeyedLimiter::remove`](super::KeyedLimiter::remove). A removed key's
+    /// Keys removed by [`KeyedLimiter::remove`](crate::KeyedLimiter::remove). A removed key's
     /// slot, reused later by a new key, counts as that key's insert only (neither a reclaim nor
     /// an eviction: its entry was no longer a key's).
     pub removals: u64,
 }
 
 /// The table: shards of buckets of slots.
-#[derive(Debug)]
-pub(super) struct Table<S> {
+pub(crate) struct Table<S> {
     /// Every shard's buckets, shard after shard.
     buckets: Box<[Bucket<S>]>,
     /// One word of one-byte hints per bucket ([`hints`]), written under the bucket's shard's
@@ -137,11 +169,30 @@ pub(super) struct Table<S> {
     /// 32 less the number of bits that pick the shard (see [`Placement`]).
     shard_shift: u32,
     buckets_per_shard: u64,
+    /// The live keys the table was sized for (as requested).
+    capacity: usize,
+    /// What a new key gets when every slot it may use is live.
+    when_full: WhenFull,
+    /// Hashes keys for placement (and, for [`Hashed`] keys, identity), with a seed of its own.
+    hasher: ahash::RandomState,
+}
+
+impl<S> core::fmt::Debug for Table<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Table")
+            .field("capacity", &self.capacity)
+            .field("shards", &self.writers.len())
+            .field("when_full", &self.when_full)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S: SlotOps> Table<S> {
-    /// Allocates a table for `capacity` live keys in `shards` shards, or says why it cannot.
-    pub(super) fn new(capacity: usize, shards: usize) -> Result<Self, TableError> {
+    /// Allocates the table `options` describe (and writes every slot's marker, so its memory
+    /// is resident from here on), or says why it cannot.
+    pub(crate) fn new(options: &TableOptions) -> Result<Self, TableError> {
+        let capacity = options.capacity;
+        let shards = options.shards();
         if capacity == 0 {
             return Err(TableError::ZeroCapacity);
         }
@@ -150,7 +201,7 @@ impl<S: SlotOps> Table<S> {
         }
         let too_large = TableError::CapacityTooLarge { capacity };
         // Headroom, so that the requested number of live keys fits before a new key finds both
-        // its buckets full (see the module documentation of `keyed`).
+        // its buckets full (see the module documentation).
         let slots = capacity
             .checked_add(capacity / S::HEADROOM_DIVISOR)
             .ok_or(too_large)?;
@@ -198,6 +249,9 @@ impl<S: SlotOps> Table<S> {
             writers,
             shard_shift: 32 - shards.ilog2(),
             buckets_per_shard: buckets_per_shard as u64,
+            capacity,
+            when_full: options.when_full,
+            hasher: options.hasher(),
         })
     }
 
@@ -205,7 +259,7 @@ impl<S: SlotOps> Table<S> {
     const SHARD_OVERHEAD_BYTES: usize = core::mem::size_of::<CachePadded<ShardWriter>>();
 
     #[inline]
-    pub(super) fn place(&self, hash: u64) -> Placement {
+    pub(crate) fn place(&self, hash: u64) -> Placement {
         Placement::of(
             hash,
             self.buckets.len() as u64,
@@ -216,14 +270,14 @@ impl<S: SlotOps> Table<S> {
 
     /// The slots of `bucket` (a bucket of the table, as [`Placement`] names them).
     #[inline]
-    pub(super) fn bucket(&self, bucket: usize) -> &[S; SLOTS_PER_BUCKET] {
+    pub(crate) fn bucket(&self, bucket: usize) -> &[S; SLOTS_PER_BUCKET] {
         &self.buckets[bucket].slots
     }
 
     /// The number of `slot` (one of `shard`'s) among all the table's slots, `0..slot_count()`:
     /// where side storage kept per slot (a keyed sliding log's records) finds its part.
     #[inline]
-    pub(super) fn slot_number(&self, shard: usize, slot: &S) -> usize {
+    pub(crate) fn slot_number(&self, shard: usize, slot: &S) -> usize {
         let offset = core::ptr::from_ref(slot).addr() - self.buckets.as_ptr().addr();
         let bucket_bytes = core::mem::size_of::<Bucket<S>>();
         let number = offset / bucket_bytes * SLOTS_PER_BUCKET
@@ -251,7 +305,7 @@ impl<S: SlotOps> Table<S> {
     /// word, then state, then identity; when slot 0's hint does not match, its state was read
     /// and is not used.
     #[inline]
-    pub(super) fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
+    pub(crate) fn find(&self, placement: Placement, identity: &S::Identity) -> Option<(&S, u64)> {
         placement.probe(|bucket| {
             let slots = &self.buckets[bucket].slots;
             // ORDERING: Relaxed; a hint only filters (see `hints`): a stale one sends the check
@@ -280,7 +334,7 @@ impl<S: SlotOps> Table<S> {
     /// lock"). A hint to the processor, not a step of the protocol: compiled out of the loom
     /// models, whose interleavings it would only multiply.
     #[inline(always)]
-    pub(super) fn start_fetching_candidates(&self, placement: Placement) {
+    pub(crate) fn start_fetching_candidates(&self, placement: Placement) {
         #[cfg(not(nanolimit_loom))]
         {
             let buckets = &self.buckets;
@@ -322,7 +376,7 @@ impl<S: SlotOps> Table<S> {
     /// The hint word of `bucket`: exact under its shard's insert lock, which every hint writer
     /// holds; without it, a recent value (a filter only).
     #[inline]
-    pub(super) fn hint_word(&self, bucket: usize) -> u64 {
+    pub(crate) fn hint_word(&self, bucket: usize) -> u64 {
         // ORDERING: Relaxed; under the insert lock, the lock orders every write (see
         // `write_hint`); a lock-free reader confirms every slot it uses by its state word.
         self.hints[bucket].load(Ordering::Relaxed)
@@ -330,7 +384,7 @@ impl<S: SlotOps> Table<S> {
 
     /// Records `placement`'s hint for the slot `at`, one of its candidates. Under the insert
     /// lock, before the slot is published.
-    pub(super) fn set_hint(&self, placement: Placement, at: SlotPosition) {
+    pub(crate) fn set_hint(&self, placement: Placement, at: SlotPosition) {
         self.write_hint(at, placement.hint);
     }
 
@@ -348,7 +402,7 @@ impl<S: SlotOps> Table<S> {
     /// Whether the slot `at` (a key's candidate, not vacant) holds a removed
     /// key's entry: its hint byte is cleared (a key's hint is never 0). Exact under the shard's
     /// insert lock, which every hint writer holds.
-    pub(super) fn is_detached(&self, at: SlotPosition) -> bool {
+    pub(crate) fn is_detached(&self, at: SlotPosition) -> bool {
         hints::hint_at(self.hint_word(at.bucket), at.index) == 0
     }
 
@@ -356,7 +410,7 @@ impl<S: SlotOps> Table<S> {
     /// the hint words are exact: the entry is among the slots whose byte is the key's hint, and
     /// a removed key's entry (byte 0) is never one of them. The slot keeps its key while the
     /// lock is held.
-    pub(super) fn find_locked(
+    pub(crate) fn find_locked(
         &self,
         placement: Placement,
         identity: &S::Identity,
@@ -379,7 +433,7 @@ impl<S: SlotOps> Table<S> {
     /// reads the hint word from now on reads the slot, nor the locked paths take it for the
     /// key's; then counts the removal. The state word and the identity are left as they are.
     /// Under the shard's insert lock.
-    pub(super) fn detach(&self, placement: Placement, at: SlotPosition) {
+    pub(crate) fn detach(&self, placement: Placement, at: SlotPosition) {
         self.write_hint(at, 0);
         // ORDERING: Release, after the hint is cleared: a reservation that reads this count
         // with Acquire before its lookup (`decide_naming_key` in the protocol) reads the cleared
@@ -391,7 +445,7 @@ impl<S: SlotOps> Table<S> {
     }
 
     /// Takes `shard`'s insert lock.
-    pub(super) fn lock(&self, shard: usize) -> InsertLock<'_> {
+    pub(crate) fn lock(&self, shard: usize) -> InsertLock<'_> {
         // A poisoned lock only means another inserter panicked (which the table never does by
         // itself); the slots it guards are still consistent, since every slot write is atomic.
         let guard = self.writers[shard]
@@ -407,7 +461,7 @@ impl<S: SlotOps> Table<S> {
     /// The time word no new key of `shard` is judged before (see `ShardWriter::new_key_floor`).
     /// Exact under the shard's insert lock; without it (a peek of a new key), a recent value.
     #[inline]
-    pub(super) fn new_key_floor(&self, shard: usize) -> u64 {
+    pub(crate) fn new_key_floor(&self, shard: usize) -> u64 {
         // ORDERING: Relaxed. Inserts read and write the floor under the insert lock, whose
         // acquire and release order it; a peek without the lock only needs some recent value
         // (it decides nothing).
@@ -415,7 +469,7 @@ impl<S: SlotOps> Table<S> {
     }
 
     /// Raises `shard`'s new-key floor to `time_word`. Under the shard's insert lock.
-    pub(super) fn raise_new_key_floor(&self, shard: usize, time_word: u64) {
+    pub(crate) fn raise_new_key_floor(&self, shard: usize, time_word: u64) {
         let floor = &self.writers[shard].new_key_floor;
         // ORDERING: Relaxed, under the insert lock (see `new_key_floor`): no other writer runs.
         if time_word > floor.load(Ordering::Relaxed) {
@@ -426,7 +480,7 @@ impl<S: SlotOps> Table<S> {
 
     /// Counts `event` in the shard whose insert lock `lock` holds: these counts are written
     /// only by that lock's holders.
-    pub(super) fn count(&self, lock: &InsertLock<'_>, event: TableEvent) {
+    pub(crate) fn count(&self, lock: &InsertLock<'_>, event: TableEvent) {
         let writer = &self.writers[lock.shard];
         let counter = match event {
             TableEvent::Insert => &writer.inserts,
@@ -448,7 +502,7 @@ impl<S: SlotOps> Table<S> {
     /// first state is published; a removal after its entry's hint is cleared, before the
     /// insert lock is released (so before the key's next entry is published).
     #[inline]
-    pub(super) fn reassignments(&self, shard: usize) -> u64 {
+    pub(crate) fn reassignments(&self, shard: usize) -> u64 {
         let writer = &self.writers[shard];
         // ORDERING: Relaxed. A caller that has loaded (with Acquire) a state published after a
         // reassignment sees its count, the count being sequenced before that Release store
@@ -463,7 +517,7 @@ impl<S: SlotOps> Table<S> {
             + writer.removals.load(Ordering::Acquire)
     }
 
-    pub(super) fn stats(&self) -> KeyedStats {
+    pub(crate) fn stats(&self) -> KeyedStats {
         // ORDERING: Relaxed loads of statistics; no other memory depends on them.
         let sum = |counter: fn(&ShardWriter) -> &AtomicU64| {
             self.writers
@@ -482,7 +536,7 @@ impl<S: SlotOps> Table<S> {
         }
     }
 
-    pub(super) fn entries(&self) -> usize {
+    pub(crate) fn entries(&self) -> usize {
         self.buckets
             .iter()
             .zip(self.hints.iter())
@@ -502,18 +556,36 @@ impl<S: SlotOps> Table<S> {
             .sum()
     }
 
-    pub(super) fn shard_count(&self) -> usize {
+    pub(crate) fn shard_count(&self) -> usize {
         self.writers.len()
     }
 
-    pub(super) fn slot_count(&self) -> usize {
+    pub(crate) fn slot_count(&self) -> usize {
         self.buckets.len() * SLOTS_PER_BUCKET
     }
 
-    pub(super) fn memory_bytes(&self) -> usize {
+    pub(crate) fn memory_bytes(&self) -> usize {
         self.buckets.len() * (core::mem::size_of::<Bucket<S>>() + core::mem::size_of::<AtomicU64>())
             + self.writers.len() * Self::SHARD_OVERHEAD_BYTES
             + core::mem::size_of::<Self>()
+    }
+}
+
+impl<S> Table<S> {
+    /// How many live keys the table was sized for (as requested at construction).
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// What a new key gets when every slot it may use is live.
+    pub(crate) fn when_full(&self) -> WhenFull {
+        self.when_full
+    }
+
+    /// The key hasher (seeded per table).
+    #[inline]
+    pub(crate) fn hasher(&self) -> &ahash::RandomState {
+        &self.hasher
     }
 }
 

@@ -15,10 +15,10 @@ const SECOND_BUCKET_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Where a key may live: 16 slots, the 8 of each of its two buckets in one shard. Buckets are
 /// numbered over the whole table.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Placement {
+pub(crate) struct Placement {
     /// The key's one-byte hint (never 0).
-    pub(super) hint: u8,
-    pub(super) first_bucket: usize,
+    pub(crate) hint: u8,
+    pub(crate) first_bucket: usize,
     /// The hash's high half, which drew the first bucket and names the shard.
     high: u64,
     shard_shift: u32,
@@ -34,7 +34,7 @@ impl Placement {
     /// of `buckets_per_shard` buckets picked by the top `32 - shard_shift` bits of the hash's
     /// high half.
     #[inline]
-    pub(super) fn of(
+    pub(crate) fn of(
         hash: u64,
         bucket_count: u64,
         shard_shift: u32,
@@ -53,7 +53,7 @@ impl Placement {
 
     /// The key's shard, whose range of buckets holds the first bucket.
     #[inline]
-    pub(super) fn shard(self) -> usize {
+    pub(crate) fn shard(self) -> usize {
         (self.high >> self.shard_shift) as usize
     }
 
@@ -62,7 +62,7 @@ impl Placement {
     /// of them, the first included, left one key in `buckets` with only 8: the first refusals
     /// of small tables below their capacity). The first bucket itself in a one-bucket shard.
     #[inline]
-    pub(super) fn second_bucket(self) -> usize {
+    pub(crate) fn second_bucket(self) -> usize {
         let drawn = ((self.second_draw * self.other_buckets) >> 32) as usize;
         // Skips the first bucket: `drawn` ranges over `other_buckets` values.
         let shard_start = self.shard() * (self.other_buckets as usize + 1);
@@ -72,7 +72,7 @@ impl Placement {
 
     /// The first `Some` that `look` returns for the candidate buckets, in probe order.
     #[inline]
-    pub(super) fn probe<T>(self, mut look: impl FnMut(usize) -> Option<T>) -> Option<T> {
+    pub(crate) fn probe<T>(self, mut look: impl FnMut(usize) -> Option<T>) -> Option<T> {
         if let Some(found) = look(self.first_bucket) {
             return Some(found);
         }
@@ -84,7 +84,7 @@ impl Placement {
 
     /// The candidate buckets, in probe order, without repeats.
     #[inline]
-    pub(super) fn buckets(self) -> impl Iterator<Item = usize> + Clone {
+    pub(crate) fn buckets(self) -> impl Iterator<Item = usize> + Clone {
         let second = (self.other_buckets != 0).then(|| self.second_bucket());
         core::iter::once(self.first_bucket).chain(second)
     }

@@ -1,8 +1,16 @@
 //! A reservation: a request booked for a start time, and how it is cancelled.
 
-use crate::clock::Timestamp;
+use super::core::Core;
+use super::counters::Counting;
+use super::wait::{block_until_start, WaitError};
+use crate::clock::{Clock, Timestamp};
 use crate::engine::decision::Decision;
+use crate::engine::error::RequestError;
+use crate::engine::operation::{Book, Consume, GiveBack};
+use crate::engine::request::Request;
 use crate::quota::Reservable;
+use crate::store::table::KeyIdentity;
+use crate::store::Store;
 use core::fmt;
 use std::time::Duration;
 
@@ -71,17 +79,6 @@ pub(crate) trait Cancel: Sync {
     /// Applies the cancellation step, at `now`, to the state of `key` (ignored by direct
     /// limiters).
     fn give_back(&self, key: &KeyIdentity, booked: u64, increment_ticks: u64, now: Timestamp);
-}
-
-/// A keyed reservation's key, as the table identifies it: its hash and identity words, and how
-/// many slots its shard had reassigned before the booking (a cancellation gives nothing back
-/// once that changes: the key may have left the table and come back, and its state is no
-/// longer the one the booking wrote to).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct KeyIdentity {
-    pub(crate) hash: u64,
-    pub(crate) words: [u64; 2],
-    pub(crate) reassignments: u64,
 }
 
 impl<'limiter> Reservation<'limiter> {
@@ -291,5 +288,95 @@ impl fmt::Debug for Reservation<'_> {
             .field("start", &self.start)
             .field("booked", &self.booking.map(|booking| booking.booked))
             .finish()
+    }
+}
+
+impl<Q: Reservable, S: Store, C: Clock, N: Counting> Core<Q, S, C, N> {
+    /// Books one unit now for the key at `at`.
+    #[inline]
+    pub(crate) fn reserve_one(&self, at: S::At) -> Reservation<'_> {
+        let reading = self.clock.now();
+        self.reserve(at, &self.quota, 1, reading, u64::MAX)
+    }
+
+    /// Books `request` for the key at `at`, or says why it can never pass.
+    #[inline]
+    pub(crate) fn reserve_with(
+        &self,
+        at: S::At,
+        request: Request<Q>,
+    ) -> Result<Reservation<'_>, RequestError> {
+        let resolved = self.resolve(&request)?;
+        let max_wait_ticks = match request.max_wait {
+            Some(max_wait) => resolved.quota.max_wait_ticks(max_wait),
+            None => u64::MAX,
+        };
+        let (quota, cost) = (&resolved.quota, resolved.cost);
+        Ok(self.reserve(at, quota, cost, resolved.at, max_wait_ticks))
+    }
+
+    /// Blocks until `request` for the key at `at` may start (plus its jitter): the start.
+    pub(crate) fn wait_with(&self, at: S::At, request: Request<Q>) -> Result<Timestamp, WaitError> {
+        block_until_start(self.reserve_with(at, request), request.jitter, &self.clock)
+    }
+
+    /// The core every reservation funnels into: `cost` at the reading `reading`, waiting at
+    /// most `max_wait_ticks`.
+    #[inline]
+    pub(crate) fn reserve(
+        &self,
+        at: S::At,
+        quota: &Q,
+        cost: u64,
+        reading: Timestamp,
+        max_wait_ticks: u64,
+    ) -> Reservation<'_> {
+        let now = quota.instant(reading);
+        if cost > 0 {
+            // Most reservations start at once: the check's admission, with no decision to
+            // build (the start is the reading itself), where the store can tell cheaply.
+            if let Some(booked) = self.store.admit_at_once(Consume, at, quota, cost, now) {
+                let increment_ticks = quota.increment_ticks(cost);
+                return Reservation::at_once(cost, reading, self, booked, increment_ticks);
+            }
+        }
+        self.reserve_later(at, quota, cost, reading, max_wait_ticks)
+    }
+
+    /// [`reserve`](Self::reserve) for a reservation that waits, is refused, costs nothing,
+    /// or lost its first race.
+    #[cold]
+    #[inline(never)]
+    fn reserve_later(
+        &self,
+        at: S::At,
+        quota: &Q,
+        cost: u64,
+        reading: Timestamp,
+        max_wait_ticks: u64,
+    ) -> Reservation<'_> {
+        let book = Book {
+            max_wait_ticks,
+            lead: &self.lead,
+        };
+        // Named before the booking's compare-and-swap (see `Table::name`).
+        let named = self.store.name(at);
+        let decision = self.decide(book, at, quota, cost, quota.instant(reading));
+        Reservation::from_decision(&decision, reading, self, named)
+    }
+}
+
+impl<Q: Reservable, S: Store, C: Clock, N: Counting> Cancel for Core<Q, S, C, N> {
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    fn give_back(&self, key: &KeyIdentity, booked: u64, increment_ticks: u64, now: Timestamp) {
+        let give_back = GiveBack {
+            booked,
+            increment_ticks,
+        };
+        self.store
+            .undo(give_back, key, &self.quota, self.quota.instant(now));
     }
 }

@@ -1,9 +1,9 @@
 //! The leaky bucket as a queue: a bounded queue that drains at a constant rate.
 
+use super::direct::Limiter;
 use super::reservation::Reservation;
 use super::wait::{block_until_start, WaitError};
 use crate::clock::{Clock, QuantaClock, Timestamp};
-use crate::direct::Limiter;
 use crate::quota::QuotaError;
 use crate::quota::{Gcra, Reservable};
 use std::time::Duration;
@@ -113,9 +113,8 @@ impl<C: Clock> LeakyBucket<C> {
     /// ```
     #[inline]
     pub fn enqueue_at(&self, now: Timestamp) -> Reservation<'_> {
-        let quota = &self.limiter.quota;
-        self.limiter
-            .reserve_core(quota, 1, now, self.max_wait_ticks)
+        let core = &self.limiter.core;
+        core.reserve((), &core.quota, 1, now, self.max_wait_ticks)
     }
 
     /// Joins the queue and blocks until leaving it; returns the instant it left, or
@@ -131,7 +130,7 @@ impl<C: Clock> LeakyBucket<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait(&self) -> Result<Timestamp, WaitError> {
-        block_until_start(Ok(self.enqueue()), Duration::ZERO, &self.limiter.clock)
+        block_until_start(Ok(self.enqueue()), Duration::ZERO, &self.limiter.core.clock)
     }
 
     /// How many requests may wait at once.
@@ -141,7 +140,7 @@ impl<C: Clock> LeakyBucket<C> {
 
     /// The longest a request waits: `queue_capacity` emission intervals.
     pub fn max_wait(&self) -> Duration {
-        let quota = &self.limiter.quota;
+        let quota = &self.limiter.core.quota;
         let wait_ns =
             quota.period().as_nanos() * u128::from(self.queue_capacity) / u128::from(quota.count());
         Duration::from_nanos(u64::try_from(wait_ns).unwrap_or(u64::MAX))
@@ -151,5 +150,28 @@ impl<C: Clock> LeakyBucket<C> {
     /// queue.
     pub fn limiter(&self) -> &Limiter<Gcra, C> {
         &self.limiter
+    }
+
+    /// Joins the queue and waits asynchronously until leaving it (feature `tokio`); returns
+    /// [`WaitError::TooLong`] at once if the queue was full. Dropping the future before it
+    /// leaves the queue gives its place back (as [`Reservation::cancel`] does).
+    ///
+    /// ```
+    /// use nanolimit::{LeakyBucket, TokioClock};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let queue = LeakyBucket::with_clock(10, Duration::from_secs(1), 5, TokioClock::new())?;
+    /// queue.until_ready().await?;
+    /// let left = queue.until_ready().await?;
+    /// assert_eq!(left.since_origin(), Duration::from_millis(100));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn until_ready(&self) -> Result<Timestamp, WaitError> {
+        super::ready::sleep_until_start(Ok(self.enqueue()), Duration::ZERO, self.limiter.clock())
+            .await
     }
 }

@@ -1,25 +1,20 @@
 //! Where a new key goes: the insert path's survey of a key's candidate slots, and the claim and
 //! publication of the slot it takes. Called under the shard's insert lock (the protocol and its
-//! argument: [`protocol`](super::protocol)), but for the survey a peek of a new key makes,
-//! which names no identity and claims nothing.
+//! argument: `protocol.rs`), but for the survey a peek of a new key makes, which names no
+//! identity and claims nothing.
 
 use super::hints::HintMatches;
-use super::key_mode::KeyMode;
 use super::placement::Placement;
 use super::slot::{SlotOps, RESERVED, VACANT};
-use super::table::{SlotPosition, SLOTS_PER_BUCKET};
-use super::{KeyedLimiter, WhenFull};
-use crate::clock::Clock;
-use crate::counters::Counting;
-use crate::quota::Quota;
+use super::{SlotPosition, Table, WhenFull, SLOTS_PER_BUCKET};
 use crate::sync::{fence, Ordering};
 
 /// What the insert path finds for a key: its own slot after all, or the slot to take for it.
-pub(super) enum Candidate<'table, S> {
+pub(crate) enum Candidate<'table, S> {
     /// The key's own entry (the lock-free lookup missed it: inserted meanwhile, or a stale
     /// hint), whose state was loaded as `state`.
     Holding { slot: &'table S, state: u64 },
-    /// The key's own entry, removed ([`KeyedLimiter::remove`]) and not reused since, whose
+    /// The key's own entry, removed (a removal) and not reused since, whose
     /// state was loaded as `state`: the key takes it back as a new key's, from a fresh state
     /// (module docs, "Removal").
     Removed {
@@ -44,13 +39,13 @@ pub(super) enum Candidate<'table, S> {
 }
 
 /// Every slot a new key may use holds a live entry.
-pub(super) struct Full {
+pub(crate) struct Full {
     /// The state of the one that becomes fresh (reclaimable) first, and its freshness rank.
-    pub(super) soonest_fresh: Option<u64>,
-    pub(super) soonest_rank: Option<u64>,
+    pub(crate) soonest_fresh: Option<u64>,
+    pub(crate) soonest_rank: Option<u64>,
 }
 
-impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
+impl<S: SlotOps> Table<S> {
     /// Surveys a key's 16 slots: the key's own slot if `identity` is given and one holds it;
     /// else its own removed entry, if one is there; else the slot for it: a vacant one if
     /// either bucket has one (in the bucket with more vacant slots: "power of two choices"
@@ -58,39 +53,28 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// the bucket with more of them), else, if evicting, the live entry closest to fresh. When
     /// none is to be had, how soon one frees. Only that last choice ranks entries, in a second
     /// pass over the slots, once the first (through the hint words) found no slot to take.
+    ///
+    /// Freshness is judged by `rank` (of a slot and its state: `None` if equivalent to fresh,
+    /// else a rank as [`SlotState::freshness_rank`](crate::quota::SlotState::freshness_rank)),
+    /// which a state whose freshness is not a function of its word alone (a keyed sliding
+    /// log's, whose records live beside the table) answers from the slot.
     #[inline]
-    pub(super) fn choose_slot(
-        &self,
+    pub(crate) fn choose_slot<'table>(
+        &'table self,
         placement: Placement,
-        identity: Option<&<M::Slot as SlotOps>::Identity>,
-        now: Q::Instant,
-    ) -> Result<Candidate<'_, M::Slot>, Full> {
-        self.choose_slot_by(placement, identity, |_, state| {
-            self.quota.freshness_rank(state, now)
-        })
-    }
-
-    /// [`choose_slot`](Self::choose_slot) with freshness judged by `rank` (of a slot and its
-    /// state: `None` if equivalent to fresh, else a rank as [`Quota::freshness_rank`]): for
-    /// limiters whose freshness is not a function of the state word alone (the keyed sliding
-    /// log's, whose records live beside the table).
-    #[inline]
-    pub(super) fn choose_slot_by(
-        &self,
-        placement: Placement,
-        identity: Option<&<M::Slot as SlotOps>::Identity>,
-        rank: impl Fn(&M::Slot, u64) -> Option<u64>,
-    ) -> Result<Candidate<'_, M::Slot>, Full> {
+        identity: Option<&S::Identity>,
+        rank: impl Fn(&'table S, u64) -> Option<u64>,
+    ) -> Result<Candidate<'table, S>, Full> {
         // First pass: the key's own entry (live or removed) and the vacant slots, none of which
         // needs a rank, found through the hint words: under the insert lock, which every hint
         // writer holds, a slot's hint byte is the key's hint if it holds that key's entry, and
         // 0 if it is vacant or holds a removed key's entry. (A lock-free peek names no identity
         // and reads every slot's state, below.)
         // The candidate buckets, resolved once for both passes.
-        let table = &self.table;
+        let table = self;
         let buckets = placement.buckets();
         let mut vacant: Option<(SlotPosition, usize)> = None;
-        let mut removed: Option<(&M::Slot, SlotPosition, u64)> = None;
+        let mut removed: Option<(&'table S, SlotPosition, u64)> = None;
         for bucket in buckets.clone() {
             let slots = table.bucket(bucket);
             let hint_word = table.hint_word(bucket);
@@ -213,7 +197,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
 
 /// Claims `slot`, judged on `previous`, for a new key: `RESERVED` replaces `previous` unless a
 /// checker changed the entry meanwhile. Under the insert lock.
-pub(super) fn claim<S: SlotOps>(slot: &S, previous: u64) -> bool {
+pub(crate) fn claim<S: SlotOps>(slot: &S, previous: u64) -> bool {
     // ORDERING: AcqRel on success: Acquire orders our identity writes after every update of the
     // old entry; Release is unneeded (RESERVED publishes nothing) but harmless. Relaxed on
     // failure: the slot is simply judged again.
@@ -233,7 +217,7 @@ pub(super) fn claim<S: SlotOps>(slot: &S, previous: u64) -> bool {
 }
 
 /// Writes a new key's identity into a vacant or claimed slot, then publishes its first state.
-pub(super) fn publish<S: SlotOps>(slot: &S, identity: &S::Identity, state: u64) {
+pub(crate) fn publish<S: SlotOps>(slot: &S, identity: &S::Identity, state: u64) {
     slot.set_identity(identity);
     // ORDERING: Release, pairs with the Acquire loads of lookups and of the driver: a thread
     // that observes this state (or any later CAS of it) sees the identity written above.

@@ -1,0 +1,15 @@
+//! The rate limiters: one core ([`core`]) over a store of state words, under the public
+//! [`Limiter`](crate::Limiter) (one word) and [`KeyedLimiter`](crate::KeyedLimiter) (the keyed
+//! table); their reservations and waits, and their counters.
+
+pub(crate) mod core;
+pub mod counters;
+pub(crate) mod direct;
+pub mod keyed;
+pub(crate) mod keyed_builder;
+pub(crate) mod leaky_bucket;
+pub(crate) mod rate_limit;
+#[cfg(feature = "tokio")]
+pub(crate) mod ready;
+pub(crate) mod reservation;
+pub(crate) mod wait;
