@@ -188,7 +188,7 @@ fn run_nanolimit_case<Q: Quota>(
 /// reads the start, as a caller that sleeps until it would.
 #[inline]
 fn granted_at_once(reservation: Reservation<'_>) -> bool {
-    reservation.is_granted() && reservation.delay().is_zero()
+    reservation.is_allowed() && reservation.delay().is_zero()
 }
 
 /// Runs one reservation case of a reservable algorithm (`case` without the algorithm's prefix,

@@ -103,7 +103,7 @@ pub use clock::TokioClock;
 #[cfg(not(nanolimit_loom))]
 pub use clock::UpkeepClock;
 pub use clock::{Clock, ManualClock, QuantaClock, Timestamp, TimestampError};
-pub use composite::{Composite, CompositeDecision};
+pub use composite::Composite;
 pub use counters::Totals;
 pub use engine::decision::{Decision, RateLimitHeaders};
 pub use engine::error::RequestError;

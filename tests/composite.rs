@@ -9,7 +9,7 @@
 //! - Threads on a frozen clock: no member ever admits more than its limit, and every unit a
 //!   window member holds is one an allowed composite check consumed (the refunds are exact).
 
-use nanolimit::composite::{Composite, CompositeDecision, Members};
+use nanolimit::composite::{Composite, Members};
 use nanolimit::{
     Clock, Decision, FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request,
     RequestError, SlidingWindow, Step, StripedLimiter, Timestamp,
@@ -154,33 +154,29 @@ fn model_decide(
     })
 }
 
-fn observe<D: nanolimit::composite::MemberDecisions>(
-    decision: &CompositeDecision<D>,
-    members_remaining: Vec<u64>,
-) -> Observed {
-    Observed {
-        allowed: decision.is_allowed(),
-        binding: decision.binding(),
-        remaining: decision.remaining(),
-        retry_after_ns: decision.retry_after().as_nanos(),
-        members_remaining,
-    }
+/// What a composite's decision reports, and each member's remaining (a macro: a composite's
+/// decision is a `Decision` of a tuple of quotas, of any arity).
+macro_rules! observe {
+    ($decision:expr, $members_remaining:expr) => {{
+        let decision = $decision;
+        Observed {
+            allowed: decision.is_allowed(),
+            binding: decision.binding(),
+            remaining: decision.remaining(),
+            retry_after_ns: decision.retry_after().as_nanos(),
+            members_remaining: $members_remaining,
+        }
+    }};
 }
 
-fn observe2<A: Quota, B: Quota>(
-    decision: CompositeDecision<(Decision<A>, Decision<B>)>,
-) -> Observed {
+fn observe2<A: Quota, B: Quota>(decision: Decision<(A, B)>) -> Observed {
     let (a, b) = decision.members();
-    let remaining = vec![a.remaining(), b.remaining()];
-    observe(&decision, remaining)
+    observe!(decision, vec![a.remaining(), b.remaining()])
 }
 
-fn observe3<A: Quota, B: Quota, C: Quota>(
-    decision: CompositeDecision<(Decision<A>, Decision<B>, Decision<C>)>,
-) -> Observed {
+fn observe3<A: Quota, B: Quota, C: Quota>(decision: Decision<(A, B, C)>) -> Observed {
     let (a, b, c) = decision.members();
-    let remaining = vec![a.remaining(), b.remaining(), c.remaining()];
-    observe(&decision, remaining)
+    observe!(decision, vec![a.remaining(), b.remaining(), c.remaining()])
 }
 
 /// One step of a schedule.

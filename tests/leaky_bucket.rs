@@ -88,7 +88,7 @@ fn run_queue(queue: &LeakyBucket<ManualClock>, arrivals: &[u64]) -> Vec<(bool, u
             let reservation = queue.enqueue_at(at(arrival_ns));
             assert_eq!(reservation.made_at(), at(arrival_ns));
             assert_eq!(reservation.cost(), 1);
-            let outcome = (reservation.is_granted(), reservation.start().as_ns());
+            let outcome = (reservation.is_allowed(), reservation.start().as_ns());
             // A reservation that is not cancelled stays booked.
             drop(reservation);
             outcome
@@ -310,11 +310,11 @@ fn a_dropped_request_reports_how_long_it_would_have_waited() {
     let now = at(5 * SECOND_NS);
     for waited_ms in [0, 100, 200, 300] {
         let reservation = queue.enqueue_at(now);
-        assert!(reservation.is_granted());
+        assert!(reservation.is_allowed());
         assert_eq!(reservation.delay(), Duration::from_millis(waited_ms));
     }
     let dropped = queue.enqueue_at(now);
-    assert!(dropped.is_refused());
+    assert!(dropped.is_denied());
     assert_eq!(dropped.delay(), Duration::from_millis(400));
     assert_eq!(queue.max_wait(), Duration::from_millis(300));
 }
@@ -332,7 +332,7 @@ fn enqueue_reads_the_queues_clock() {
         (first.start(), second.start()),
         (at(3 * SECOND_NS), at(3 * SECOND_NS + 250_000_000))
     );
-    assert!(third.is_refused());
+    assert!(third.is_denied());
     // 250 ms on, the second is being released: room for one.
     clock.advance(Duration::from_millis(250));
     assert_eq!(queue.enqueue().start(), at(3 * SECOND_NS + 500_000_000));
@@ -358,7 +358,7 @@ fn at_the_horizon_the_queue_grants_no_more_than_its_capacity_plus_one() {
             let reservations: Vec<_> = (0..capacity + 10).map(|_| queue.enqueue()).collect();
             let granted: Vec<u64> = reservations
                 .iter()
-                .filter(|reservation| reservation.is_granted())
+                .filter(|reservation| reservation.is_allowed())
                 .map(|reservation| reservation.start().as_ns())
                 .collect();
             let expected: Vec<u64> = (0..=k.min(capacity))
@@ -367,7 +367,7 @@ fn at_the_horizon_the_queue_grants_no_more_than_its_capacity_plus_one() {
             assert_eq!(granted, expected, "Q = {capacity}, {k} intervals before");
             assert!(reservations[granted.len()..]
                 .iter()
-                .all(|reservation| reservation.is_refused()
+                .all(|reservation| reservation.is_denied()
                     && reservation.start() <= Timestamp::HORIZON));
         }
     }

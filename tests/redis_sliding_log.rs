@@ -14,7 +14,8 @@ use nanolimit::redis::{
     FailurePolicy, RedisConfigError, RedisLimiterBuilder, RedisSlidingLogLimiter,
     MAX_SLIDING_LOG_LIMIT,
 };
-use nanolimit::sliding_log::{SlidingLog, SlidingLogDecision, SlidingLogLimiter};
+use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
+use nanolimit::Decision;
 use nanolimit::{ManualClock, Request, RequestError, Timestamp};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -73,7 +74,7 @@ impl ReferenceLog {
     }
 }
 
-fn observed(decision: &SlidingLogDecision<'_>) -> Expected {
+fn observed(decision: &Decision<SlidingLog>) -> Expected {
     (
         decision.is_allowed(),
         decision.judged_at().as_ns(),

@@ -440,7 +440,7 @@ fn run_sequence<'l>(
                     (_, None) => {}
                 }
                 let reservation = target.reserve(key, request);
-                let granted = reservation.is_granted();
+                let granted = reservation.is_allowed();
                 let start_ns = reservation.start().as_ns();
                 prop_assert_eq!(reservation.made_at(), at(now));
                 prop_assert_eq!(reservation.cost(), cost);
@@ -1126,7 +1126,7 @@ fn reservations_past_the_longest_wait_are_refused_and_book_nothing() {
     let mut granted = 0u64;
     let refusal = loop {
         let reservation = limiter.reserve();
-        if reservation.is_refused() {
+        if reservation.is_denied() {
             break reservation;
         }
         assert_eq!(reservation.delay(), Duration::from_nanos(granted * DAY_NS));
@@ -1140,7 +1140,7 @@ fn reservations_past_the_longest_wait_are_refused_and_book_nothing() {
     // The refusal booked nothing: the next one is refused with the same wait, the state is
     // unchanged, and cancelling the refusal gives nothing back.
     let again = limiter.reserve();
-    assert!(again.is_refused());
+    assert!(again.is_denied());
     assert_eq!(again.delay(), refusal.delay());
     refusal.cancel();
     again.cancel();
@@ -1204,7 +1204,7 @@ fn a_cost_of_zero_is_granted_at_once_and_books_nothing() {
     let zero = limiter
         .reserve_with(Request::cost(0).max_wait(Duration::ZERO))
         .unwrap();
-    assert!(zero.is_granted());
+    assert!(zero.is_allowed());
     assert_eq!(zero.delay(), Duration::ZERO);
     zero.cancel();
     assert_eq!(limiter.peek().state_word(), word);
@@ -1263,7 +1263,7 @@ proptest! {
         // 1 ns less. Returns whether it was refused.
         let probe = |request: Request<Gcra>, now: u64| -> Result<bool, TestCaseError> {
             let probe = limiter.reserve_with(request.max_wait(Duration::ZERO)).unwrap();
-            if probe.is_granted() {
+            if probe.is_allowed() {
                 prop_assert_eq!(probe.start(), at(now));
                 return Ok(false);
             }
@@ -1272,10 +1272,10 @@ proptest! {
             let short = limiter
                 .reserve_with(request.max_wait(wait - Duration::from_nanos(1)))
                 .unwrap();
-            prop_assert!(short.is_refused());
+            prop_assert!(short.is_denied());
             prop_assert_eq!(short.delay(), wait);
             let enough = limiter.reserve_with(request.max_wait(wait)).unwrap();
-            prop_assert!(enough.is_granted(), "{:?}: refused with max wait {:?}", quota, wait);
+            prop_assert!(enough.is_allowed(), "{:?}: refused with max wait {:?}", quota, wait);
             prop_assert!(enough.delay() <= wait);
             prop_assert!(enough.delay() + Duration::from_nanos(slack_ns) >= wait);
             Ok(true)
@@ -1287,14 +1287,14 @@ proptest! {
             let request = Request::cost(cost).at(at(now));
             if kind % 3 == 0 {
                 // Book ahead, to build a queue.
-                prop_assert!(limiter.reserve_with(request).unwrap().is_granted());
+                prop_assert!(limiter.reserve_with(request).unwrap().is_allowed());
             } else {
                 probe(request, now)?;
             }
         }
         // A whole burst booked now leaves no room for even one unit without a wait.
         let burst = Request::cost(quota.limit()).at(at(now));
-        prop_assert!(limiter.reserve_with(burst).unwrap().is_granted());
+        prop_assert!(limiter.reserve_with(burst).unwrap().is_allowed());
         prop_assert!(probe(Request::new().at(at(now)), now)?);
     }
 
@@ -1315,8 +1315,8 @@ proptest! {
             let request = Request::cost(cost).at(at(now));
             let reservation = reserving.reserve_with(request.max_wait(Duration::ZERO)).unwrap();
             let decision = checking.check_with(request).unwrap();
-            prop_assert_eq!(reservation.is_granted(), decision.is_allowed());
-            if reservation.is_granted() {
+            prop_assert_eq!(reservation.is_allowed(), decision.is_allowed());
+            if reservation.is_allowed() {
                 prop_assert_eq!(reservation.start(), at(now));
             } else {
                 prop_assert_eq!(reservation.delay(), decision.retry_after());
@@ -1350,7 +1350,7 @@ fn book(table: &ExactTable, key: u64, cost: u64, now_ns: u64) -> Reservation<'_>
     let reservation = table
         .reserve_with(&key, Request::cost(cost).at(at(now_ns)))
         .unwrap();
-    assert!(reservation.is_granted(), "key {key}");
+    assert!(reservation.is_allowed(), "key {key}");
     reservation
 }
 
@@ -1584,12 +1584,12 @@ fn reservations_at_and_near_the_horizon_are_refused_past_it() {
     let quota = Gcra::per_second(1).unwrap();
     let limiter = Limiter::with_clock(quota, ManualClock::starting_at(Timestamp::HORIZON));
     let first = limiter.reserve();
-    assert!(first.is_granted());
+    assert!(first.is_allowed());
     assert_eq!(first.start(), Timestamp::HORIZON);
     let word = limiter.peek().state_word();
     for request in [Request::new(), Request::new().max_wait(Duration::MAX)] {
         let refused = limiter.reserve_with(request).unwrap();
-        assert!(refused.is_refused());
+        assert!(refused.is_denied());
         // Its start can be no later than the horizon: the delay it reports is cut there.
         assert_eq!(refused.start(), Timestamp::HORIZON);
         refused.cancel();
@@ -1604,7 +1604,7 @@ fn reservations_at_and_near_the_horizon_are_refused_past_it() {
     let outcomes: Vec<(bool, u64)> = (0..5)
         .map(|_| {
             let reservation = limiter.reserve();
-            (reservation.is_granted(), reservation.delay().as_secs())
+            (reservation.is_allowed(), reservation.delay().as_secs())
         })
         .collect();
     assert_eq!(
@@ -1618,7 +1618,7 @@ fn reservations_at_and_near_the_horizon_are_refused_past_it() {
         .build()
         .unwrap();
     for key in [1, 2] {
-        let granted: Vec<bool> = (0..3).map(|_| table.reserve(&key).is_granted()).collect();
+        let granted: Vec<bool> = (0..3).map(|_| table.reserve(&key).is_allowed()).collect();
         assert_eq!(granted, [true, true, false]);
     }
 }
@@ -1645,11 +1645,11 @@ proptest! {
             let word = limiter.peek().state_word();
             let reservation = limiter.reserve_with(Request::cost(cost)).unwrap();
             prop_assert_eq!(
-                (reservation.is_granted(), u128::from(reservation.start().as_ns())),
+                (reservation.is_allowed(), u128::from(reservation.start().as_ns())),
                 (expected.granted, expected.start_ns)
             );
             prop_assert!(reservation.start().as_ns() <= HORIZON_NS);
-            if reservation.is_refused() {
+            if reservation.is_denied() {
                 prop_assert_eq!(limiter.peek().state_word(), word);
             }
         }

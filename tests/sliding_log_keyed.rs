@@ -12,7 +12,7 @@ mod common;
 use common::sliding_log::{observed, quotas, Expected, ReferenceLog};
 use common::{at, proptest_config, DAY_NS, HORIZON_NS, SECOND_NS};
 use nanolimit::sliding_log::{
-    KeyedSlidingLogError, KeyedSlidingLogLimiter, SlidingLog, SlidingLogDecision, MAX_KEYED_LIMIT,
+    KeyedSlidingLogError, KeyedSlidingLogLimiter, SlidingLog, MAX_KEYED_LIMIT,
 };
 use nanolimit::{Hashed, KeyMode, ManualClock, Request, RequestError, TableError, WhenFull};
 use proptest::prelude::*;
@@ -80,12 +80,12 @@ impl Operation {
     }
 
     /// Makes the operation on `key` at `now`.
-    fn apply<'log, K: ?Sized, M: KeyMode<K>>(
+    fn apply<K: ?Sized, M: KeyMode<K>>(
         self,
-        limiter: &'log KeyedSlidingLogLimiter<K, ManualClock, M>,
+        limiter: &KeyedSlidingLogLimiter<K, ManualClock, M>,
         key: &K,
         now: u64,
-    ) -> SlidingLogDecision<'log> {
+    ) -> nanolimit::Decision<SlidingLog> {
         let now = at(now);
         match self {
             Operation::Check(cost) => limiter
@@ -113,6 +113,14 @@ impl Operation {
             Operation::Check(cost) => cost,
             Operation::Unit => 1,
             Operation::Peek(_) => 0,
+        }
+    }
+
+    /// The units it asks about, recorded or not.
+    fn cost(self) -> u64 {
+        match self {
+            Operation::Check(cost) | Operation::Peek(cost) => cost,
+            Operation::Unit => 1,
         }
     }
 }
@@ -195,8 +203,10 @@ fn run_with_reuse(quota: SlidingLog, schedule: &[Move]) -> u64 {
         let decision = operation.apply(&limiter, &key, reading_ns);
         let context = format!("step {index}: {operation:?} of key {key} at {reading_ns} ns");
         if decision.is_untracked() {
-            // A new key the full table refuses: nothing recorded, the reference unchanged.
-            assert!(decision.is_denied(), "{context}: allowed untracked");
+            // A new key the full table refuses: nothing recorded, the reference unchanged (a
+            // request of no units asks for nothing, and passes, as on every limiter).
+            let asks_nothing = operation.cost() == 0;
+            assert_eq!(decision.is_allowed(), asks_nothing, "{context}: untracked");
             assert_eq!(decision.remaining(), 0, "{context}");
             assert!(decision.retry_after() <= quota.window(), "{context}");
             refused += u64::from(operation.units() > 0);

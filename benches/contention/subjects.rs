@@ -64,7 +64,7 @@ impl<Q: Reservable> DirectSubject for Reserving<nanolimit::Limiter<Q>> {
     #[inline]
     fn check(&self) -> bool {
         let reservation = self.0.reserve();
-        reservation.is_granted() && reservation.delay().is_zero()
+        reservation.is_allowed() && reservation.delay().is_zero()
     }
 }
 

@@ -112,9 +112,9 @@ struct Booked {
 
 impl Booked {
     fn of(reservation: &Reservation<'_>) -> Booked {
-        assert_eq!(reservation.is_granted(), !reservation.is_refused());
+        assert_eq!(reservation.is_allowed(), !reservation.is_denied());
         Booked {
-            granted: reservation.is_granted(),
+            granted: reservation.is_allowed(),
             cost: reservation.cost(),
             start_ns: reservation.start().as_ns(),
         }

@@ -1,20 +1,19 @@
 //! A composite's members as a tuple: the one core of every composite check (consume in order,
-//! give back on a later denial) and of every peek, and the members' decisions as a tuple.
+//! give back on a later denial) and of every peek.
 
 use crate::clock::Timestamp;
-use crate::engine::decision::{Decision, RateLimitHeaders};
+use crate::engine::decision::Decision;
 use crate::limiter::rate_limit::{Held, RateLimit};
-use std::time::Duration;
 
 mod private {
     use crate::clock::Timestamp;
-    use crate::engine::decision::RateLimitHeaders;
-    use std::time::Duration;
+    use crate::engine::decision::Decision;
+    use crate::engine::judge::Judge;
 
     /// The core of a composite: sealed, and what only the crate calls.
     pub trait MembersCore<K: ?Sized> {
-        /// The members' decisions, in the members' order.
-        type Decisions: DecisionsCore;
+        /// The members' quotas, in the members' order: what a composite's decision judges.
+        type Quotas: Judge;
 
         /// A reading of the first member's clock: the composite's one clock read per check.
         fn first_member_now(&self) -> Timestamp;
@@ -22,44 +21,26 @@ mod private {
         /// The smallest of the members' limits: the most cost a request may have.
         fn smallest_limit(&self) -> u64;
 
-        /// The composite check: whether every member admitted `cost` at `now` (then each
-        /// consumed it; else none did), and each member's decision.
-        fn check_all(&self, key: &K, cost: u64, now: Timestamp) -> (bool, Self::Decisions);
+        /// The composite check: allowed if every member admitted `cost` at `now` (then each
+        /// consumed it; else none did), with each member's decision.
+        fn check_all(&self, key: &K, cost: u64, now: Timestamp) -> Decision<Self::Quotas>;
 
         /// Whether every member would admit `cost` at `now`, writing nothing.
-        fn peek_all(&self, key: &K, cost: u64, now: Timestamp) -> (bool, Self::Decisions);
-    }
-
-    /// What a composite decision reads of its members' decisions, by position.
-    pub trait DecisionsCore {
-        /// How many members there are.
-        const COUNT: usize;
-        /// Whether member `index` admitted (or would admit).
-        fn allowed(&self, index: usize) -> bool;
-        /// Member `index`'s limit.
-        fn limit(&self, index: usize) -> u64;
-        /// Member `index`'s remaining.
-        fn remaining(&self, index: usize) -> u64;
-        /// Member `index`'s reset-after.
-        fn reset_after(&self, index: usize) -> Duration;
-        /// Member `index`'s retry-after.
-        fn retry_after(&self, index: usize) -> Duration;
-        /// Member `index`'s header values.
-        fn headers(&self, index: usize) -> RateLimitHeaders;
+        fn peek_all(&self, key: &K, cost: u64, now: Timestamp) -> Decision<Self::Quotas>;
     }
 }
-pub(crate) use private::{DecisionsCore, MembersCore};
+pub(crate) use private::MembersCore;
 
 /// The members of a [`Composite`](super::Composite) checked with keys of type `K`: a tuple of
 /// two to four [`RateLimit`]s, checked in the tuple's order. Sealed.
 ///
 /// ```
 /// use nanolimit::composite::Members;
-/// use nanolimit::{Gcra, KeyedLimiter, Limiter, SlidingWindow};
+/// use nanolimit::{Gcra, KeyedLimiter, Limiter};
 ///
 /// fn are_members<K: ?Sized, M: Members<K>>(_: &M) {}
+/// let global = Limiter::new(Gcra::per_second(50_000)?);
 /// let per_ip = KeyedLimiter::<u32, _>::new(Gcra::per_second(100)?, 1_000)?;
-/// let global = Limiter::new(SlidingWindow::per_second(50_000)?);
 /// are_members::<u32, _>(&(&per_ip, &global));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -67,27 +48,12 @@ pub trait Members<K: ?Sized>: MembersCore<K> {}
 
 impl<K: ?Sized, T: MembersCore<K>> Members<K> for T {}
 
-/// The decisions of a composite's members, in the members' order: a tuple of
-/// [`Decision`]s, one per member, read through
-/// [`CompositeDecision::members`](super::CompositeDecision::members). Sealed.
-///
-/// ```
-/// use nanolimit::composite::MemberDecisions;
-/// use nanolimit::{Decision, FixedWindow, Gcra};
-///
-/// fn are_decisions<D: MemberDecisions>() {}
-/// are_decisions::<(Decision<Gcra>, Decision<FixedWindow>)>();
-/// ```
-pub trait MemberDecisions: DecisionsCore {}
-
-impl<T: DecisionsCore> MemberDecisions for T {}
-
 /// Implements the core for tuples of members: `$count` members, at positions `$index`, of
 /// types `$member`.
 macro_rules! members_tuple {
     ($count:literal; $($index:tt $member:ident),+) => {
         impl<K: ?Sized, $($member: RateLimit<K>),+> MembersCore<K> for ($($member,)+) {
-            type Decisions = ($(Decision<$member::Quota>,)+);
+            type Quotas = ($($member::Quota,)+);
 
             #[inline]
             fn first_member_now(&self) -> Timestamp {
@@ -104,7 +70,7 @@ macro_rules! members_tuple {
             // The last member's `held` is never read: nothing follows it to deny.
             #[allow(unused_assignments)]
             #[inline]
-            fn check_all(&self, key: &K, cost: u64, now: Timestamp) -> (bool, Self::Decisions) {
+            fn check_all(&self, key: &K, cost: u64, now: Timestamp) -> Decision<Self::Quotas> {
                 let mut held = [Held::NOTHING; $count];
                 let decisions = ($(
                     {
@@ -113,25 +79,25 @@ macro_rules! members_tuple {
                         if decision.is_denied() {
                             let mut found = <Self as MembersRefund<K>>::nothing_found();
                             found.$index = Some(decision);
-                            return (false, self.refund_and_peek($index, &held, found, key, cost, now));
+                            let members = self.refund_and_peek($index, &held, found, key, cost, now);
+                            return Decision::<Self::Quotas>::of_members(members);
                         }
                         held[$index] = held_here;
                         decision
                     },
                 )+);
                 $(self.$index.record(true, cost);)+
-                (true, decisions)
+                Decision::<Self::Quotas>::of_members(decisions)
             }
 
             #[inline]
-            fn peek_all(&self, key: &K, cost: u64, now: Timestamp) -> (bool, Self::Decisions) {
-                let decisions = ($(self.$index.peek_at(key, cost, now, $index + 1 == $count),)+);
-                let allowed = true $(&& decisions.$index.is_allowed())+;
-                (allowed, decisions)
+            fn peek_all(&self, key: &K, cost: u64, now: Timestamp) -> Decision<Self::Quotas> {
+                Decision::<Self::Quotas>::of_members(($(self.$index.peek_at(key, cost, now, $index + 1 == $count),)+))
             }
         }
 
         impl<$($member: RateLimit<K>),+, K: ?Sized> MembersRefund<K> for ($($member,)+) {
+            type Decisions = ($(Decision<$member::Quota>,)+);
             type Found = ($(Option<Decision<$member::Quota>>,)+);
 
             #[inline]
@@ -149,7 +115,7 @@ macro_rules! members_tuple {
                 key: &K,
                 cost: u64,
                 now: Timestamp,
-            ) -> <Self as MembersCore<K>>::Decisions {
+            ) -> Self::Decisions {
                 $(self.$index.record(false, cost);)+
                 // Latest first: the members consumed before the denier, in reverse order (so a
                 // limiter that is a member twice is undone as reservations are).
@@ -167,57 +133,14 @@ macro_rules! members_tuple {
                 },)+)
             }
         }
-
-        impl<$($member: crate::quota::Quota),+> DecisionsCore for ($(Decision<$member>,)+) {
-            const COUNT: usize = $count;
-
-            fn allowed(&self, index: usize) -> bool {
-                match index {
-                    $($index => self.$index.is_allowed(),)+
-                    _ => false,
-                }
-            }
-
-            fn limit(&self, index: usize) -> u64 {
-                match index {
-                    $($index => self.$index.limit(),)+
-                    _ => 0,
-                }
-            }
-
-            fn remaining(&self, index: usize) -> u64 {
-                match index {
-                    $($index => self.$index.remaining(),)+
-                    _ => 0,
-                }
-            }
-
-            fn reset_after(&self, index: usize) -> Duration {
-                match index {
-                    $($index => self.$index.reset_after(),)+
-                    _ => Duration::ZERO,
-                }
-            }
-
-            fn retry_after(&self, index: usize) -> Duration {
-                match index {
-                    $($index => self.$index.retry_after(),)+
-                    _ => Duration::ZERO,
-                }
-            }
-
-            fn headers(&self, index: usize) -> RateLimitHeaders {
-                match index {
-                    $($index => self.$index.headers(),)+
-                    _ => self.0.headers(),
-                }
-            }
-        }
     };
 }
 
 /// The cold half of a composite check: the refunds after a denial.
 trait MembersRefund<K: ?Sized>: MembersCore<K> {
+    /// The members' decisions, in the members' order.
+    type Decisions;
+
     /// The decision of the member that denied, at its position (the others `None`).
     type Found;
 

@@ -5,8 +5,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | [`Composite`] and its operations; the protocol and its guarantees |
-//! | `members.rs` | [`Members`], [`MemberDecisions`]: the members as a tuple, and the one core of every check |
-//! | `decision.rs` | [`CompositeDecision`] and the binding member |
+//! | `members.rs` | [`Members`]: the members as a tuple, and the one core of every check |
 //!
 //! Members are two to four [`Limiter`](crate::Limiter)s and [`KeyedLimiter`](crate::KeyedLimiter)s,
 //! owned or behind references or [`Arc`](std::sync::Arc)s, of any of the word algorithms
@@ -103,13 +102,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod decision;
 mod members;
 
-pub use decision::CompositeDecision;
-pub use members::{MemberDecisions, Members};
+pub use members::Members;
 
 use crate::clock::Timestamp;
+use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
 use members::MembersCore;
@@ -196,7 +194,7 @@ impl<M> Composite<M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn check<K: ?Sized>(&self, key: &K) -> CompositeDecision<<M as MembersCore<K>>::Decisions>
+    pub fn check<K: ?Sized>(&self, key: &K) -> Decision<<M as MembersCore<K>>::Quotas>
     where
         M: Members<K>,
     {
@@ -224,13 +222,12 @@ impl<M> Composite<M> {
         &self,
         key: &K,
         now: Timestamp,
-    ) -> CompositeDecision<<M as MembersCore<K>>::Decisions>
+    ) -> Decision<<M as MembersCore<K>>::Quotas>
     where
         M: Members<K>,
     {
         // Every quota's limit is at least 1.
-        let (allowed, decisions) = self.members.check_all(key, 1, now);
-        CompositeDecision::new(allowed, decisions)
+        self.members.check_all(key, 1, now)
     }
 
     /// Checks `request` for `key` (its cost and time; see [`Request`], which for a composite
@@ -262,13 +259,12 @@ impl<M> Composite<M> {
         &self,
         key: &K,
         request: Request<()>,
-    ) -> Result<CompositeDecision<<M as MembersCore<K>>::Decisions>, RequestError>
+    ) -> Result<Decision<<M as MembersCore<K>>::Quotas>, RequestError>
     where
         M: Members<K>,
     {
         let now = self.resolve(&request)?;
-        let (allowed, decisions) = self.members.check_all(key, request.cost, now);
-        Ok(CompositeDecision::new(allowed, decisions))
+        Ok(self.members.check_all(key, request.cost, now))
     }
 
     /// Whether one unit for `key` would pass every member now, consuming nothing and inserting
@@ -289,14 +285,12 @@ impl<M> Composite<M> {
     /// assert_eq!((peeked.binding(), peeked.headers().retry_after_seconds), (1, Some(60)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn peek<K: ?Sized>(&self, key: &K) -> CompositeDecision<<M as MembersCore<K>>::Decisions>
+    pub fn peek<K: ?Sized>(&self, key: &K) -> Decision<<M as MembersCore<K>>::Quotas>
     where
         M: Members<K>,
     {
-        let (allowed, decisions) = self
-            .members
-            .peek_all(key, 1, self.members.first_member_now());
-        CompositeDecision::new(allowed, decisions)
+        self.members
+            .peek_all(key, 1, self.members.first_member_now())
     }
 
     /// Whether `request` for `key` would pass every member, consuming nothing and inserting
@@ -320,13 +314,12 @@ impl<M> Composite<M> {
         &self,
         key: &K,
         request: Request<()>,
-    ) -> Result<CompositeDecision<<M as MembersCore<K>>::Decisions>, RequestError>
+    ) -> Result<Decision<<M as MembersCore<K>>::Quotas>, RequestError>
     where
         M: Members<K>,
     {
         let now = self.resolve(&request)?;
-        let (allowed, decisions) = self.members.peek_all(key, request.cost, now);
-        Ok(CompositeDecision::new(allowed, decisions))
+        Ok(self.members.peek_all(key, request.cost, now))
     }
 
     /// The time `request` is judged at, or why it can never pass.

@@ -1,5 +1,9 @@
-//! The result of a check or peek, with everything a caller needs to answer a client.
+//! The result of every check and peek, of every limiter: the one [`Decision`], with everything
+//! a caller needs to answer a client; and [`Judged`], what a store found, that it is made from.
 
+use super::judge::{Judge, LogFigures, Member, Observed};
+use crate::clock::Timestamp;
+use crate::quota::sliding_log::SlidingLog;
 use crate::quota::Quota;
 use std::time::Duration;
 
@@ -10,6 +14,13 @@ use std::time::Duration;
 /// These are the values behind the `RateLimit-Limit` / `X-RateLimit-Limit`,
 /// `RateLimit-Remaining`, `RateLimit-Reset` and `Retry-After` headers; [`headers`](Self::headers)
 /// rounds them the way those headers expect.
+///
+/// `Q` is what the decision was made under: a word quota ([`Gcra`](crate::Gcra),
+/// [`SlidingWindow`](crate::SlidingWindow), [`FixedWindow`](crate::FixedWindow)), the exact
+/// [`SlidingLog`] (whose figures are counted on its log when the
+/// decision is made), or a tuple of them: a [`Composite`](crate::composite::Composite)'s
+/// members, whose decision reports the [`binding`](Self::binding) member's figures and each
+/// member's own decision ([`members`](Decision::members)).
 ///
 /// ```
 /// use nanolimit::{Gcra, Limiter, ManualClock};
@@ -26,20 +37,18 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone, Copy)]
 #[must_use = "a decision says whether the request may proceed"]
-pub struct Decision<Q: Quota> {
+pub struct Decision<Q: Judge> {
     allowed: bool,
     entry: Entry,
     cost: u64,
-    /// The word after the decision: the stored word if allowed, the observed one if denied or
-    /// peeked; for a refused new key, the state that says when it may retry.
-    state: u64,
-    now: Q::Instant,
+    /// What the decision keeps of the state it was made on, to report from when asked.
+    basis: Q::Basis,
     quota: Q,
 }
 
 /// Whether the decision was made on a state the limiter keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Entry {
+pub(crate) enum Entry {
     /// A direct limiter's state, or a key the table holds (or, for a peek of a new key, the
     /// state its insert would start from).
     Tracked,
@@ -94,6 +103,21 @@ pub(crate) enum Outcome {
     RefusedUntilAdmitted,
 }
 
+impl Outcome {
+    /// Whether a request of `cost` with this outcome passed, and what its decision was made on.
+    #[inline]
+    fn entry(self, cost: u64) -> (bool, Entry) {
+        match self {
+            Outcome::Allowed => (true, Entry::Tracked),
+            Outcome::Denied => (false, Entry::Tracked),
+            Outcome::Inserted => (true, Entry::Inserted),
+            Outcome::Untracked => (true, Entry::Untracked),
+            Outcome::RefusedUntilFresh => (cost == 0, Entry::RefusedUntilFresh),
+            Outcome::RefusedUntilAdmitted => (cost == 0, Entry::RefusedUntilAdmitted),
+        }
+    }
+}
+
 impl<I> Judged<I> {
     /// A judgement of `outcome` on `word` at `now`.
     #[inline]
@@ -110,8 +134,7 @@ impl<Q: Quota> Decision<Q> {
             allowed,
             entry: Entry::Tracked,
             cost,
-            state,
-            now,
+            basis: Observed { word: state, now },
             quota,
         }
     }
@@ -122,20 +145,15 @@ impl<Q: Quota> Decision<Q> {
     /// (it asks for nothing).
     #[inline]
     pub(crate) fn judged(judged: Judged<Q::Instant>, cost: u64, quota: Q) -> Self {
-        let (allowed, entry) = match judged.outcome {
-            Outcome::Allowed => (true, Entry::Tracked),
-            Outcome::Denied => (false, Entry::Tracked),
-            Outcome::Inserted => (true, Entry::Inserted),
-            Outcome::Untracked => (true, Entry::Untracked),
-            Outcome::RefusedUntilFresh => (cost == 0, Entry::RefusedUntilFresh),
-            Outcome::RefusedUntilAdmitted => (cost == 0, Entry::RefusedUntilAdmitted),
-        };
+        let (allowed, entry) = judged.outcome.entry(cost);
         Decision {
             allowed,
             entry,
             cost,
-            state: judged.word,
-            now: judged.now,
+            basis: Observed {
+                word: judged.word,
+                now: judged.now,
+            },
             quota,
         }
     }
@@ -163,12 +181,90 @@ impl<Q: Quota> Decision<Q> {
             allowed,
             entry: Entry::Fallback,
             cost,
-            state,
-            now,
+            basis: Observed { word: state, now },
             quota,
         }
     }
 
+    /// The state the decision was made on and the time it was judged at (for reservations,
+    /// which derive their start from them, and composites, which refund from them).
+    #[inline]
+    pub(crate) fn judged_state(&self) -> (u64, Q::Instant) {
+        (self.basis.word, self.basis.now)
+    }
+
+    /// The raw state word after the decision (for diagnostics and simulations); the fresh
+    /// state for a key the table did not track.
+    pub fn state_word(&self) -> u64 {
+        match self.entry {
+            Entry::RefusedUntilFresh | Entry::RefusedUntilAdmitted => Q::FRESH,
+            Entry::Tracked | Entry::Inserted | Entry::Untracked | Entry::Fallback => {
+                self.basis.word
+            }
+        }
+    }
+}
+
+impl Decision<SlidingLog> {
+    /// A sliding log's decision of `outcome` for `cost`, on `figures` counted on its log (or,
+    /// for a new key without a log, those of an empty one or of the slot it waits on).
+    #[inline]
+    pub(crate) fn of_log(
+        outcome: Outcome,
+        cost: u64,
+        quota: SlidingLog,
+        figures: LogFigures,
+    ) -> Self {
+        let (allowed, entry) = outcome.entry(cost);
+        Decision {
+            allowed,
+            entry,
+            cost,
+            basis: figures,
+            quota,
+        }
+    }
+
+    /// A decision the failure policy of a log kept out of reach (Redis) made: `figures` are
+    /// those a fresh log would report after it (failing open), or nothing left and 1 ns waits
+    /// (failing closed).
+    #[cfg(feature = "redis")]
+    #[cold]
+    pub(crate) fn log_fallback(
+        allowed: bool,
+        cost: u64,
+        quota: SlidingLog,
+        figures: LogFigures,
+    ) -> Self {
+        Decision {
+            allowed,
+            entry: Entry::Fallback,
+            cost,
+            basis: figures,
+            quota,
+        }
+    }
+
+    /// The time the decision was judged at: the request's reading, or the latest recorded
+    /// unit's time if the reading was behind it (what an admitted unit is recorded at).
+    ///
+    /// ```
+    /// use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
+    /// use nanolimit::Timestamp;
+    ///
+    /// let limiter = SlidingLogLimiter::new(SlidingLog::per_second(10)?)?;
+    /// let later = Timestamp::from_ns(2_000)?;
+    /// assert_eq!(limiter.check_at(later).judged_at(), later);
+    /// // A reading behind the log is judged at the latest unit's time.
+    /// assert_eq!(limiter.check_at(Timestamp::from_ns(1_000)?).judged_at(), later);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn judged_at(&self) -> Timestamp {
+        Timestamp::saturating_from_ns(self.basis.now_ns)
+    }
+}
+
+impl<Q: Judge> Decision<Q> {
     /// Whether the shared store that holds the key's state (Redis) could not be reached in
     /// time, so that the limiter's failure policy made this decision (allowed when it fails
     /// open, denied when it fails closed), not the key's state. Always false for in-process
@@ -191,19 +287,10 @@ impl<Q: Quota> Decision<Q> {
             Entry::Tracked | Entry::Inserted | Entry::Untracked => return None,
             Entry::Fallback if self.allowed => return None,
             Entry::Fallback => 1,
-            Entry::RefusedUntilFresh => self.quota.reset_after_ns(self.state, self.now),
-            Entry::RefusedUntilAdmitted => {
-                self.quota.retry_after_ns(self.state, self.now, self.cost)
-            }
+            Entry::RefusedUntilFresh => self.quota.reset_after_ns(&self.basis, self.cost),
+            Entry::RefusedUntilAdmitted => self.quota.retry_after_ns(&self.basis, self.cost),
         };
         Some(wait_ns.max(1))
-    }
-
-    /// The state the decision was made on and the time it was judged at (for reservations,
-    /// which derive their start from them).
-    #[inline]
-    pub(crate) fn judged_state(&self) -> (u64, Q::Instant) {
-        (self.state, self.now)
     }
 
     /// Whether the request may proceed.
@@ -253,9 +340,10 @@ impl<Q: Quota> Decision<Q> {
         self.cost
     }
 
-    /// The quota's limit: the GCRA burst, or the limit per window.
+    /// The quota's limit: the GCRA burst, or the limit per window (the binding member's, for a
+    /// composite).
     pub fn limit(&self) -> u64 {
-        self.quota.limit()
+        self.quota.limit(&self.basis, self.cost)
     }
 
     /// How many unit-cost requests would pass right after this decision.
@@ -264,42 +352,108 @@ impl<Q: Quota> Decision<Q> {
             Entry::RefusedUntilFresh | Entry::RefusedUntilAdmitted => 0,
             Entry::Fallback if !self.allowed => 0,
             Entry::Tracked | Entry::Inserted | Entry::Untracked | Entry::Fallback => {
-                self.quota.remaining(self.state, self.now)
+                self.quota.remaining(&self.basis, self.cost)
             }
         }
     }
 
     /// How long until the whole limit is available again, with no further traffic.
     pub fn reset_after(&self) -> Duration {
-        Duration::from_nanos(match self.refused_wait_ns() {
-            Some(wait_ns) => wait_ns,
-            None => self.quota.reset_after_ns(self.state, self.now),
-        })
+        Duration::from_nanos(self.reset_after_ns())
     }
 
     /// How long until this request would pass, with no other traffic: zero when allowed.
     pub fn retry_after(&self) -> Duration {
-        if self.allowed {
-            return Duration::ZERO;
-        }
-        Duration::from_nanos(match self.refused_wait_ns() {
-            Some(wait_ns) => wait_ns,
-            None => self.quota.retry_after_ns(self.state, self.now, self.cost),
-        })
+        Duration::from_nanos(self.retry_after_ns())
     }
 
-    /// The quota the decision was made under (the request's tier, if it had one).
+    /// [`reset_after`](Self::reset_after) in nanoseconds.
+    pub(crate) fn reset_after_ns(&self) -> u64 {
+        match self.refused_wait_ns() {
+            Some(wait_ns) => wait_ns,
+            None => self.quota.reset_after_ns(&self.basis, self.cost),
+        }
+    }
+
+    /// [`retry_after`](Self::retry_after) in nanoseconds.
+    pub(crate) fn retry_after_ns(&self) -> u64 {
+        if self.allowed {
+            return 0;
+        }
+        match self.refused_wait_ns() {
+            Some(wait_ns) => wait_ns,
+            None => self.quota.retry_after_ns(&self.basis, self.cost),
+        }
+    }
+
+    /// The position of the member whose figures this decision reports: 0 but for a
+    /// [`Composite`](crate::composite::Composite)'s decision, whose binding member is the one
+    /// with the smallest remaining when every member admitted (the one a client will run into
+    /// first), else the denying member with the longest retry-after (the wait after which every
+    /// member would admit, traffic aside). Ties go to the earlier member. Found only when
+    /// asked, from the decisions already made, with no further atomic operation.
+    ///
+    /// ```
+    /// use nanolimit::composite::Composite;
+    /// use nanolimit::{FixedWindow, Gcra, Limiter, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let second = Limiter::with_clock(Gcra::per_second(2)?, clock.clone());
+    /// let minute = Limiter::with_clock(FixedWindow::per_minute(3)?, clock);
+    /// let limits = Composite::new((&second, &minute));
+    /// // Remaining 1 of 2 and 2 of 3: the per-second limit binds.
+    /// assert_eq!(limits.check(&()).binding(), 0);
+    /// assert_eq!(second.check().binding(), 0);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn binding(&self) -> usize {
+        self.quota.binding(&self.basis, self.cost)
+    }
+
+    /// What the decision keeps of the state it was made on.
+    #[inline]
+    pub(crate) fn basis(&self) -> &Q::Basis {
+        &self.basis
+    }
+
+    /// This decision as a composite keeps it for its member.
+    #[inline]
+    pub(crate) fn as_member(&self) -> Member<Q> {
+        Member {
+            allowed: self.allowed,
+            entry: self.entry,
+            basis: self.basis,
+        }
+    }
+
+    /// A member's decision of `cost` under `quota`, as a composite kept it.
+    #[inline]
+    pub(crate) fn of_member(quota: Q, member: Member<Q>, cost: u64) -> Self {
+        Decision {
+            allowed: member.allowed,
+            entry: member.entry,
+            cost,
+            basis: member.basis,
+            quota,
+        }
+    }
+
+    /// A decision made on `basis` under `quota`, on a state the limiter keeps.
+    #[inline]
+    pub(crate) fn composite(allowed: bool, cost: u64, quota: Q, basis: Q::Basis) -> Self {
+        Decision {
+            allowed,
+            entry: Entry::Tracked,
+            cost,
+            basis,
+            quota,
+        }
+    }
+
+    /// The quota the decision was made under (the request's tier, if it had one; a tuple of the
+    /// members' quotas, for a composite).
     pub fn quota(&self) -> &Q {
         &self.quota
-    }
-
-    /// The raw state word after the decision (for diagnostics and simulations); the fresh
-    /// state for a key the table did not track.
-    pub fn state_word(&self) -> u64 {
-        match self.entry {
-            Entry::RefusedUntilFresh | Entry::RefusedUntilAdmitted => Q::FRESH,
-            Entry::Tracked | Entry::Inserted | Entry::Untracked | Entry::Fallback => self.state,
-        }
     }
 
     /// Header values, in whole seconds rounded up (so a client that waits that long succeeds).

@@ -5,5 +5,6 @@
 pub(crate) mod decision;
 pub(crate) mod driver;
 pub(crate) mod error;
+pub(crate) mod judge;
 pub(crate) mod operation;
 pub(crate) mod request;

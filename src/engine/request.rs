@@ -133,10 +133,10 @@ impl<Q: Quota> Request<Q> {
     ///
     /// let limiter = Limiter::with_clock(Gcra::per_second(10)?.with_burst(1)?, ManualClock::new());
     /// let within = Request::new().max_wait(Duration::from_millis(150));
-    /// assert!(limiter.reserve_with(within)?.is_granted()); // now
-    /// assert!(limiter.reserve_with(within)?.is_granted()); // in 100 ms
+    /// assert!(limiter.reserve_with(within)?.is_allowed()); // now
+    /// assert!(limiter.reserve_with(within)?.is_allowed()); // in 100 ms
     /// let third = limiter.reserve_with(within)?; // would start in 200 ms
-    /// assert!(third.is_refused());
+    /// assert!(third.is_denied());
     /// assert_eq!(third.delay(), Duration::from_millis(200));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -421,7 +421,7 @@ where
             Q: crate::quota::Reservable,
         {
             let reservation = limiter.reserve_with(key, request).ok()?;
-            Some(if reservation.is_granted() {
+            Some(if reservation.is_allowed() {
                 Ok(reservation.delay())
             } else {
                 Err(())

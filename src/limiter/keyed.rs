@@ -496,9 +496,9 @@ impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimite
     ///
     /// let limiter = KeyedLimiter::builder(Gcra::per_second(10)?).clock(ManualClock::new()).build()?;
     /// let patient = Request::cost(10).max_wait(Duration::from_secs(1));
-    /// assert!(limiter.reserve_with(&7u64, patient)?.is_granted()); // now
-    /// assert!(limiter.reserve_with(&7, patient)?.is_granted()); // in 1 s
-    /// assert!(limiter.reserve_with(&7, patient)?.is_refused()); // would be in 2 s
+    /// assert!(limiter.reserve_with(&7u64, patient)?.is_allowed()); // now
+    /// assert!(limiter.reserve_with(&7, patient)?.is_allowed()); // in 1 s
+    /// assert!(limiter.reserve_with(&7, patient)?.is_denied()); // would be in 2 s
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]

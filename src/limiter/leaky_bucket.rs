@@ -37,7 +37,7 @@ use std::time::Duration;
 /// assert_eq!(starts[0].delay(), Duration::ZERO); // released at once
 /// assert_eq!(starts[1].delay(), Duration::from_millis(100)); // waits, first in the queue
 /// assert_eq!(starts[2].delay(), Duration::from_millis(200)); // second in the queue
-/// assert!(starts[3].is_refused()); // the queue is full: dropped
+/// assert!(starts[3].is_denied()); // the queue is full: dropped
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
 #[derive(Debug)]
@@ -106,9 +106,9 @@ impl<C: Clock> LeakyBucket<C> {
     ///
     /// let queue = LeakyBucket::new(1, Duration::from_millis(1), 1)?;
     /// let now = queue.limiter().now();
-    /// assert!(queue.enqueue_at(now).is_granted());
-    /// assert!(queue.enqueue_at(now).is_granted());
-    /// assert!(queue.enqueue_at(now).is_refused());
+    /// assert!(queue.enqueue_at(now).is_allowed());
+    /// assert!(queue.enqueue_at(now).is_allowed());
+    /// assert!(queue.enqueue_at(now).is_denied());
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     #[inline]

@@ -172,7 +172,7 @@ impl<'limiter> Reservation<'limiter> {
 
     /// Whether the request was booked: it may start at [`start`](Self::start).
     #[inline]
-    pub fn is_granted(&self) -> bool {
+    pub fn is_allowed(&self) -> bool {
         self.outcome == Outcome::Granted
     }
 
@@ -180,8 +180,8 @@ impl<'limiter> Reservation<'limiter> {
     /// its maximum wait ([`Request::max_wait`](crate::Request::max_wait)), or a full keyed table
     /// had no room for its key.
     #[inline]
-    pub fn is_refused(&self) -> bool {
-        !self.is_granted()
+    pub fn is_denied(&self) -> bool {
+        !self.is_allowed()
     }
 
     pub(crate) fn outcome(&self) -> Outcome {

@@ -53,6 +53,7 @@ mod error;
 mod fixed_window;
 mod gcra;
 mod reservable;
+pub(crate) mod sliding_log;
 mod sliding_window;
 mod state;
 mod window;

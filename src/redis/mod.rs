@@ -34,7 +34,7 @@
 //! | algorithm | limiter | what Redis holds per key | decision |
 //! |---|---|---|---|
 //! | [`Gcra`](crate::Gcra), [`SlidingWindow`](crate::SlidingWindow), [`FixedWindow`](crate::FixedWindow) | [`RedisLimiter`] | the quota's state word | [`Decision`](crate::Decision) |
-//! | [`SlidingLog`](crate::sliding_log::SlidingLog) (exact) | [`RedisSlidingLogLimiter`] | a sorted set, one member per unit in the window (up to [`MAX_SLIDING_LOG_LIMIT`]) | [`SlidingLogDecision`](crate::sliding_log::SlidingLogDecision) |
+//! | [`SlidingLog`](crate::sliding_log::SlidingLog) (exact) | [`RedisSlidingLogLimiter`] | a sorted set, one member per unit in the window (up to [`MAX_SLIDING_LOG_LIMIT`]) | [`Decision`](crate::Decision) |
 //!
 //! The sliding log's script keeps every time exact without scores: its members are named by
 //! their times as 16 hex digits, all of score 0, and it selects them by lexicographic ranges

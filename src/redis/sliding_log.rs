@@ -7,9 +7,11 @@ use super::quota::push_high_and_low_48;
 use super::stats::RedisStats;
 use super::store::{Call, Store};
 use crate::clock::Timestamp;
+use crate::engine::decision::{Decision, Outcome};
 use crate::engine::error::RequestError;
+use crate::engine::judge::LogFigures;
 use crate::engine::request::Request;
-use crate::sliding_log::{SlidingLog, SlidingLogDecision};
+use crate::quota::sliding_log::SlidingLog;
 use ::redis::Script;
 use std::sync::LazyLock;
 use std::time::SystemTime;
@@ -42,7 +44,7 @@ type Reply = (i64, String, u64, String, String);
 /// request's units if they fit, all or nothing. The rule is the in-process
 /// [`SlidingLogLimiter`](crate::sliding_log::SlidingLogLimiter)'s, exactly (see
 /// [`sliding_log`](crate::sliding_log)): a reading behind the latest unit is judged at that
-/// unit's time, and the [`SlidingLogDecision`] reports the same limit, remaining, reset-after
+/// unit's time, and the [`Decision`] reports the same limit, remaining, reset-after
 /// and retry-after. `remaining` is counted by the script, when the decision is made.
 ///
 /// | operation | shorthand | full form |
@@ -61,7 +63,7 @@ type Reply = (i64, String, u64, String, String);
 ///   server's `TIME` less the epoch or the request's [`at`](Request::at); keys
 ///   `{prefix}:sliding-log:{{key}}`, which expire once the latest unit has left the window (W
 ///   after each admission, rounded up to the millisecond, plus up to 2 ms); the
-///   [`FailurePolicy`] within the timeout ([`SlidingLogDecision::is_fallback`]).
+///   [`FailurePolicy`] within the timeout ([`Decision::is_fallback`]).
 /// - Costs: one request costs at most the quota's [`max_cost`](SlidingLog::max_cost) (its
 ///   limit, and at most 16), as in process; more is a [`RequestError::CostAboveLimit`].
 /// - Memory: up to `L` members per key (about 27 bytes each up to 128, 115 above); limits
@@ -182,7 +184,7 @@ impl RedisSlidingLogLimiter {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn check(&self, key: &str) -> SlidingLogDecision<'static> {
+    pub async fn check(&self, key: &str) -> Decision<SlidingLog> {
         self.decide(key, 1, None, true).await
     }
 
@@ -218,7 +220,7 @@ impl RedisSlidingLogLimiter {
         &self,
         key: &str,
         request: Request<SlidingLog>,
-    ) -> Result<SlidingLogDecision<'static>, RequestError> {
+    ) -> Result<Decision<SlidingLog>, RequestError> {
         let cost = self.validate(&request)?;
         Ok(self.decide(key, cost, request.at, true).await)
     }
@@ -240,7 +242,7 @@ impl RedisSlidingLogLimiter {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn peek(&self, key: &str) -> SlidingLogDecision<'static> {
+    pub async fn peek(&self, key: &str) -> Decision<SlidingLog> {
         self.decide(key, 1, None, false).await
     }
 
@@ -264,7 +266,7 @@ impl RedisSlidingLogLimiter {
         &self,
         key: &str,
         request: Request<SlidingLog>,
-    ) -> Result<SlidingLogDecision<'static>, RequestError> {
+    ) -> Result<Decision<SlidingLog>, RequestError> {
         let cost = self.validate(&request)?;
         Ok(self.decide(key, cost, request.at, false).await)
     }
@@ -293,7 +295,7 @@ impl RedisSlidingLogLimiter {
     pub async fn check_many(
         &self,
         requests: &[(&str, Request<SlidingLog>)],
-    ) -> Vec<Result<SlidingLogDecision<'static>, RequestError>> {
+    ) -> Vec<Result<Decision<SlidingLog>, RequestError>> {
         self.store
             .check_many(
                 &SLIDING_LOG_SCRIPT,
@@ -326,7 +328,7 @@ impl RedisSlidingLogLimiter {
         cost: u64,
         at: Option<Timestamp>,
         apply: bool,
-    ) -> SlidingLogDecision<'static> {
+    ) -> Decision<SlidingLog> {
         let apply = apply && cost > 0;
         let call = self.call(key, cost, at, apply);
         let read = |reply| self.decision(reply, cost, apply);
@@ -351,7 +353,7 @@ impl RedisSlidingLogLimiter {
         (admitted, judged, in_window, must_leave, latest): Reply,
         cost: u64,
         apply: bool,
-    ) -> Option<SlidingLogDecision<'static>> {
+    ) -> Option<Decision<SlidingLog>> {
         let now_ns = Timestamp::from_ns(time_ns(&judged)?).ok()?.as_ns();
         let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
         // Nanoseconds until a unit at `time_ns` leaves the window (0 if it has).
@@ -372,22 +374,23 @@ impl RedisSlidingLogLimiter {
             (false, false) => leaves_after_ns(time_ns(&latest)?)?,
         };
         let in_window = in_window + if recorded { cost } else { 0 };
-        Some(SlidingLogDecision::reported(
-            allowed,
-            cost,
-            self.quota,
+        let figures = LogFigures {
             now_ns,
-            retry_after_ns,
+            remaining: limit.saturating_sub(in_window),
             reset_after_ns,
-            limit.saturating_sub(in_window),
-            false,
-        ))
+            retry_after_ns,
+        };
+        let outcome = match allowed {
+            true => Outcome::Allowed,
+            false => Outcome::Denied,
+        };
+        Some(Decision::of_log(outcome, cost, self.quota, figures))
     }
 
     /// The failure policy's decision, at the request's time or the local clock's: open, what a
     /// fresh log would report after the request; closed, a denial with a retry after 1 ns.
     #[cold]
-    fn fallback(&self, cost: u64, at: Option<Timestamp>) -> SlidingLogDecision<'static> {
+    fn fallback(&self, cost: u64, at: Option<Timestamp>) -> Decision<SlidingLog> {
         let now_ns = self.store.fallback_time(at).as_ns();
         let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
         let (allowed, remaining, reset_after_ns, retry_after_ns) = match (self.store.policy(), cost)
@@ -396,16 +399,13 @@ impl RedisSlidingLogLimiter {
             (FailurePolicy::Open, _) => (true, limit - cost, window_ns, 0),
             (FailurePolicy::Closed, _) => (false, 0, 1, 1),
         };
-        SlidingLogDecision::reported(
-            allowed,
-            cost,
-            self.quota,
+        let figures = LogFigures {
             now_ns,
-            retry_after_ns,
-            reset_after_ns,
             remaining,
-            true,
-        )
+            reset_after_ns,
+            retry_after_ns,
+        };
+        Decision::log_fallback(allowed, cost, self.quota, figures)
     }
 }
 

@@ -1,12 +1,13 @@
 //! The keyed sliding log: an exact log per key, on the keyed limiters' bounded table
 //! ([`KeyedSlidingLogLimiter`]).
 
-use super::decision::SlidingLogDecision;
+use super::decision;
 use super::limiter::AllocationError;
 use super::ring::empty_records;
 use super::slots::{LogOutcome, Logs};
 use super::SlidingLog;
 use crate::clock::{Clock, QuantaClock, Timestamp};
+use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
 use crate::store::table::{
@@ -194,7 +195,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn check(&self, key: &K) -> SlidingLogDecision<'_> {
+    pub fn check(&self, key: &K) -> Decision<SlidingLog> {
         self.check_at(key, self.clock.now())
     }
 
@@ -212,7 +213,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn check_at(&self, key: &K, now: Timestamp) -> SlidingLogDecision<'_> {
+    pub fn check_at(&self, key: &K, now: Timestamp) -> Decision<SlidingLog> {
         self.decide(key, 1, now)
     }
 
@@ -242,7 +243,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
         &self,
         key: &K,
         request: Request<SlidingLog>,
-    ) -> Result<SlidingLogDecision<'_>, RequestError> {
+    ) -> Result<Decision<SlidingLog>, RequestError> {
         let (cost, now) = self.resolve(&request)?;
         Ok(match cost {
             0 => self.peek_decision(key, 0, now),
@@ -262,7 +263,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     /// assert_eq!(limiter.entries(), 1); // the peeks inserted nothing
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn peek(&self, key: &K) -> SlidingLogDecision<'_> {
+    pub fn peek(&self, key: &K) -> Decision<SlidingLog> {
         self.peek_decision(key, 1, self.clock.now())
     }
 
@@ -285,7 +286,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
         &self,
         key: &K,
         request: Request<SlidingLog>,
-    ) -> Result<SlidingLogDecision<'_>, RequestError> {
+    ) -> Result<Decision<SlidingLog>, RequestError> {
         let (cost, now) = self.resolve(&request)?;
         Ok(self.peek_decision(key, cost, now))
     }
@@ -386,13 +387,13 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
 
     /// The core every check funnels into: `cost` units (1 to the most a request may cost).
     #[inline]
-    fn decide(&self, key: &K, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
+    fn decide(&self, key: &K, cost: u64, now: Timestamp) -> Decision<SlidingLog> {
         let outcome = self.logs().check(self.locate(key), cost, now.as_ns());
         self.decision(outcome, cost, true)
     }
 
     /// The core every peek funnels into.
-    fn peek_decision(&self, key: &K, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
+    fn peek_decision(&self, key: &K, cost: u64, now: Timestamp) -> Decision<SlidingLog> {
         let outcome = self.logs().peek(&self.locate(key), cost, now.as_ns());
         self.decision(outcome, cost, false)
     }
@@ -403,23 +404,23 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
         outcome: LogOutcome<'log>,
         cost: u64,
         check: bool,
-    ) -> SlidingLogDecision<'log> {
+    ) -> Decision<SlidingLog> {
         let quota = *self.quota();
         match outcome {
             LogOutcome::Judged { view, log } => {
-                SlidingLogDecision::new(view, cost, check && view.fits, quota, log)
+                decision::on_log(view, cost, check && view.fits, quota, log)
             }
             LogOutcome::Empty { judged_ns } => {
                 let fits = cost <= quota.limit();
-                SlidingLogDecision::without_log(fits, false, false, cost, quota, judged_ns, 0)
+                decision::without_log(fits, false, false, cost, quota, judged_ns, 0)
             }
             LogOutcome::Untracked { judged_ns } => {
-                SlidingLogDecision::without_log(true, check, true, cost, quota, judged_ns, 0)
+                decision::without_log(true, check, true, cost, quota, judged_ns, 0)
             }
             LogOutcome::Refused {
                 retry_after_ns,
                 judged_ns,
-            } => SlidingLogDecision::without_log(
+            } => decision::without_log(
                 false,
                 false,
                 true,

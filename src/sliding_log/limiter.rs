@@ -1,9 +1,10 @@
 //! The direct sliding-log limiter: one log shared by every caller.
 
-use super::decision::SlidingLogDecision;
+use super::decision;
 use super::ring::Ring;
 use super::SlidingLog;
 use crate::clock::{Clock, QuantaClock, Timestamp};
+use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
 use core::fmt;
@@ -147,7 +148,7 @@ impl<C: Clock> SlidingLogLimiter<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn check(&self) -> SlidingLogDecision<'_> {
+    pub fn check(&self) -> Decision<SlidingLog> {
         self.check_at(self.clock.now())
     }
 
@@ -164,7 +165,7 @@ impl<C: Clock> SlidingLogLimiter<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn check_at(&self, now: Timestamp) -> SlidingLogDecision<'_> {
+    pub fn check_at(&self, now: Timestamp) -> Decision<SlidingLog> {
         self.decide(1, now)
     }
 
@@ -191,7 +192,7 @@ impl<C: Clock> SlidingLogLimiter<C> {
     pub fn check_with(
         &self,
         request: Request<SlidingLog>,
-    ) -> Result<SlidingLogDecision<'_>, RequestError> {
+    ) -> Result<Decision<SlidingLog>, RequestError> {
         let (cost, now) = self.resolve(&request)?;
         Ok(match cost {
             0 => self.peek_decision(0, now),
@@ -210,7 +211,7 @@ impl<C: Clock> SlidingLogLimiter<C> {
     /// assert!(limiter.peek().is_denied());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn peek(&self) -> SlidingLogDecision<'_> {
+    pub fn peek(&self) -> Decision<SlidingLog> {
         self.peek_decision(1, self.clock.now())
     }
 
@@ -229,7 +230,7 @@ impl<C: Clock> SlidingLogLimiter<C> {
     pub fn peek_with(
         &self,
         request: Request<SlidingLog>,
-    ) -> Result<SlidingLogDecision<'_>, RequestError> {
+    ) -> Result<Decision<SlidingLog>, RequestError> {
         let (cost, now) = self.resolve(&request)?;
         Ok(self.peek_decision(cost, now))
     }
@@ -249,17 +250,17 @@ impl<C: Clock> SlidingLogLimiter<C> {
 
     /// The core every check funnels into: `cost` units (1 to the most a request may cost).
     #[inline]
-    fn decide(&self, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
+    fn decide(&self, cost: u64, now: Timestamp) -> Decision<SlidingLog> {
         let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
         let view = self.ring.admit(cost, now.as_ns(), limit, window_ns);
-        SlidingLogDecision::new(view, cost, view.fits, self.quota, self.ring.log())
+        decision::on_log(view, cost, view.fits, self.quota, self.ring.log())
     }
 
     /// The core every peek funnels into.
-    fn peek_decision(&self, cost: u64, now: Timestamp) -> SlidingLogDecision<'_> {
+    fn peek_decision(&self, cost: u64, now: Timestamp) -> Decision<SlidingLog> {
         let (limit, window_ns) = (self.quota.limit(), self.quota.window_ns());
         let view = self.ring.peek(cost, now.as_ns(), limit, window_ns);
-        SlidingLogDecision::new(view, cost, false, self.quota, self.ring.log())
+        decision::on_log(view, cost, false, self.quota, self.ring.log())
     }
 }
 

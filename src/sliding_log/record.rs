@@ -29,6 +29,7 @@ const PARITY_BIT: u64 = 1 << 63;
 
 /// The most units one request may cost: `rest` counts the units after the first in 4 bits.
 pub(crate) const MAX_UNITS_PER_REQUEST: u64 = REST_MASK + 1;
+const _: () = assert!(MAX_UNITS_PER_REQUEST == crate::quota::sliding_log::MAX_COST);
 
 /// The latest time, in nanoseconds, a record holds.
 pub(crate) const MAX_TIME_NS: u64 = STAMP_MASK - 1;

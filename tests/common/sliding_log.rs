@@ -2,7 +2,8 @@
 //! `tests/sliding_log_keyed.rs` (one reference per key): every admitted unit's time, oldest
 //! first, judged the way the `sliding_log` module documents.
 
-use nanolimit::sliding_log::{SlidingLog, SlidingLogDecision};
+use nanolimit::sliding_log::SlidingLog;
+use nanolimit::Decision;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -69,7 +70,7 @@ impl ReferenceLog {
     }
 }
 
-pub fn observed(decision: &SlidingLogDecision<'_>) -> Expected {
+pub fn observed(decision: &Decision<SlidingLog>) -> Expected {
     (
         decision.is_allowed(),
         decision.remaining(),
