@@ -1,7 +1,7 @@
 //! Helpers shared by the test binaries; each uses a part of them. Keyed-table helpers are in
-//! [`keyed`]. The per-quota edge-case helpers (`gcra.rs`, `sliding_window.rs`,
-//! `fixed_window.rs`) are written once over [`Quota`]: the limit a quota reports is the GCRA
-//! burst or the limit per window.
+//! [`keyed`]. The per-quota edge-case helpers (`quotas/gcra.rs`, `quotas/sliding_window.rs`,
+//! `quotas/fixed_window.rs`) are written once over [`Quota`]: the limit a quota reports is the
+//! GCRA burst or the limit per window.
 #![allow(dead_code)]
 
 pub mod keyed;
