@@ -13,7 +13,7 @@
 //! | `clock` | [`Timestamp`](nanolimit::Timestamp) past the horizon is an error, its arithmetic saturates, and [`ManualClock`](nanolimit::ManualClock) stops at the horizon |
 //!
 //! The per-quota edge-case helpers, written once over [`Quota`](nanolimit::Quota), are in
-//! `tests/common/`.
+//! `tests/common/` (`quota_assertions.rs`, `horizon.rs`, `window.rs`).
 
 #[path = "../common/mod.rs"]
 mod common;
