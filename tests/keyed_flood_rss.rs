@@ -1,4 +1,4 @@
-//! The key flood of `tests/keyed_flood.rs`, measured as the operating system sees it: 10 million
+//! The key flood of `tests/keyed/flood.rs`, measured as the operating system sees it: 10 million
 //! distinct keys through a table of capacity 100,000, with a legitimate hot key interleaved,
 //! while the process's resident set size (RSS) is read before the table is built, after, and
 //! after the flood.
@@ -8,8 +8,10 @@
 //! hot key keeps its exact limit throughout.
 //!
 //! This binary holds this one test, so no other test allocates in the process while it
-//! measures. Linux only (the RSS comes from `/proc/self/status`); elsewhere the test checks the
-//! limits and skips the RSS figures.
+//! measures: the resident set size is the whole process's, and the test harness runs a binary's
+//! tests in parallel threads of one process. That is why it is not a module of `tests/keyed/`,
+//! where the other keyed tests' tables would count in its figures. Linux only (the RSS comes
+//! from `/proc/self/status`); elsewhere the test checks the limits and skips the RSS figures.
 
 mod common;
 

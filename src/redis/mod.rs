@@ -19,7 +19,7 @@
 //!   costs little more than its `TIME`, `GET` and `SET` (see `docs/performance.md`).
 //! - The script returns the word it decided on and the time it judged at, and the client
 //!   builds the [`Decision`](crate::Decision) (limit, remaining, reset-after, retry-after) with
-//!   the same code as the in-process limiters. The tests (`tests/redis_*.rs`) check the
+//!   the same code as the in-process limiters. The tests (`tests/redis/`) check the
 //!   scripts' steps against [`Quota::step`](crate::Quota::step) on edge and random words, and
 //!   the limiter against a [`KeyedLimiter`](crate::KeyedLimiter) on random schedules, through a
 //!   real server.

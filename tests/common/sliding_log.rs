@@ -1,5 +1,5 @@
-//! The sliding log's reference model, shared by `tests/sliding_log.rs` (direct) and
-//! `tests/sliding_log_keyed.rs` (one reference per key): every admitted unit's time, oldest
+//! The sliding log's reference model, shared by `tests/sliding_log/direct.rs` and
+//! `tests/sliding_log/keyed.rs` (one reference per key): every admitted unit's time, oldest
 //! first, judged the way the `sliding_log` module documents.
 
 use nanolimit::sliding_log::SlidingLog;

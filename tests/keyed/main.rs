@@ -12,21 +12,30 @@
 //! | `key_modes` | what `Exact` and `Hashed` keys are |
 //! | `key_hash` | a flow hash the caller holds, as a `u64` key, spreads over the whole table |
 //! | `construction` | construction errors, sizes, and when a table of live keys first refuses one |
+//! | `model` | a keyed limiter decides exactly as a reference `HashMap` model driven by the quota's step, under random schedules of keys, readings, costs, peeks, tiers and removals, on roomy and crowded tables |
+//! | `flood` | millions of distinct keys through a bounded table: the hot key keeps its exact limit, no allocation on the check path, each policy counts what it refuses, and flooded slots are reused |
+//! | `table_allocation` | every table size the builder accepts is allocated or a [`TableError`](nanolimit::TableError), never an abort, in a child process under an address-space limit |
 //!
-//! The flood (millions of keys, memory) is in `keyed_flood.rs`; the comparison with a reference
-//! `HashMap` model under random schedules in `keyed_model.rs`. The keyed helpers, written once
-//! over the key mode, are `tests/common/keyed.rs`.
+//! `flood` installs this binary's global allocator, which counts allocations per thread, so the
+//! other modules' tests running beside it do not disturb its counts. `table_allocation` re-runs
+//! this binary as its child, with a filter naming its child test by its module path. The flood
+//! measured as the operating system sees it (resident memory) is `tests/keyed_flood_rss.rs`, a
+//! binary of its own. The keyed helpers, written once over the key mode, are
+//! `tests/common/keyed.rs`.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod concurrency;
 mod construction;
+mod flood;
 mod full_table;
 mod key_hash;
 mod key_modes;
+mod model;
 mod peek_and_cost;
 mod reclaim;
 mod refused_keys;
 mod remove;
+mod table_allocation;
 mod tiers;
