@@ -65,7 +65,7 @@
 //! keeps such a log per key on the keyed table (see [`sliding_log`]).
 //!
 //! [`Limiter::with_counters`] and [`KeyedLimiterBuilder::with_counters`] make limiters that
-//! count their checks, allowed and denied, in calls and units ([`Totals`]), on per-thread
+//! count their checks, allowed and denied, in calls and units ([`Stats`]), on per-thread
 //! striped lines off the state's; a limiter without them is compiled as if counters did not
 //! exist. With the `metrics` feature, `record_metrics` exports them (see [`counters`]).
 //!
@@ -104,14 +104,13 @@ pub use clock::TokioClock;
 pub use clock::UpkeepClock;
 pub use clock::{Clock, ManualClock, QuantaClock, Timestamp, TimestampError};
 pub use composite::Composite;
-pub use counters::Totals;
 pub use engine::decision::{Decision, RateLimitHeaders};
 pub use engine::error::RequestError;
 pub use engine::request::{Request, Tier};
+pub use engine::stats::Stats;
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
 pub use keyed::{
-    Exact, ExactKey, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, TableError,
-    WhenFull,
+    Exact, ExactKey, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder, TableError, WhenFull,
 };
 pub use limiter::direct::Limiter;
 pub use limiter::leaky_bucket::LeakyBucket;

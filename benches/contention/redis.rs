@@ -241,7 +241,7 @@ pub fn run(job: Job, context: &Context, url: &str) -> MeasuredRun {
                 stats.leased_units,
                 stats.leased_units as f64 / stats.leases.max(1) as f64,
                 stats.direct_checks,
-                stats.redis.fallbacks()
+                stats.fallbacks()
             );
             (measurement, Some(report))
         }

@@ -13,8 +13,7 @@ use crate::quota_spec::{FromSpec, QuotaSpec};
 use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
 use nanolimit::{
-    Exact, Hashed, KeyedLimiter, KeyedStats, ManualClock, QuantaClock, Timestamp, UpkeepClock,
-    WhenFull,
+    Exact, Hashed, KeyedLimiter, ManualClock, QuantaClock, Stats, Timestamp, UpkeepClock, WhenFull,
 };
 use std::hash::BuildHasher;
 
@@ -298,17 +297,17 @@ impl<S: GovernorHasher> KeyedSubject for GovernorKeyed<S> {
 }
 
 /// Keys a nanolimit table holds, from its counters.
-pub fn table_stored_keys(stats: &KeyedStats) -> u64 {
+pub fn table_stored_keys(stats: &Stats) -> u64 {
     stats.inserts - stats.reclaims - stats.evictions
 }
 
 /// New keys a nanolimit table could not hold, from its counters.
-pub fn table_untracked_new_keys(stats: &KeyedStats) -> u64 {
+pub fn table_untracked_new_keys(stats: &Stats) -> u64 {
     stats.refused_new_keys + stats.untracked_new_keys
 }
 
 /// The state report of a nanolimit table (keyed limiters, the keyed sliding log).
-pub fn table_report(bytes_per_key: usize, stats: &KeyedStats) -> String {
+pub fn table_report(bytes_per_key: usize, stats: &Stats) -> String {
     format!(
         "{bytes_per_key} B/key; inserts {}, reclaims {}, refused new keys {}, untracked new keys {}, evictions {}",
         stats.inserts,

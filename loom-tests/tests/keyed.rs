@@ -12,7 +12,7 @@
 
 use loom::sync::Arc;
 use nanolimit::{
-    Decision, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, KeyedStats, ManualClock, Quota, Request,
+    Decision, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, Stats, ManualClock, Quota, Request,
     SlidingWindow, WhenFull,
 };
 use nanolimit_loom_tests::{
@@ -156,8 +156,8 @@ fn peek_report<K: ?Sized, Q: Quota, M: KeyMode<K>>(
 /// The stats of a table of `inserts` keys given a slot, `reclaims` and `evictions` of them into
 /// another key's slot, and no new key refused or left untracked: every other insert took a
 /// vacant slot, so that many slots hold an entry.
-fn stats(inserts: u64, reclaims: u64, evictions: u64) -> KeyedStats {
-    KeyedStats {
+fn stats(inserts: u64, reclaims: u64, evictions: u64) -> Stats {
+    Stats {
         entries: inserts - reclaims - evictions,
         inserts,
         reclaims,
@@ -165,6 +165,7 @@ fn stats(inserts: u64, reclaims: u64, evictions: u64) -> KeyedStats {
         untracked_new_keys: 0,
         evictions,
         removals: 0,
+        ..Stats::default()
     }
 }
 

@@ -14,7 +14,7 @@
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use nanolimit::{
-    Exact, Gcra, KeyedLimiter, KeyedStats, Limiter, ManualClock, Request, Reservation, WhenFull,
+    Exact, Gcra, KeyedLimiter, Stats, Limiter, ManualClock, Request, Reservation, WhenFull,
 };
 use nanolimit_loom_tests::{
     at, explore, run_concurrently, shared_direct_limiter, ModelThread, UNREACHED_PREEMPTION_BOUND,
@@ -500,8 +500,8 @@ const TWO_UNITS_AT_0: Reserve = Reserve::unbounded(2, 0);
 
 /// The stats of a full table (8 keys) into which one new key was inserted, by a reclaim or an
 /// eviction.
-fn one_slot_handed_over(reclaims: u64, evictions: u64) -> KeyedStats {
-    KeyedStats {
+fn one_slot_handed_over(reclaims: u64, evictions: u64) -> Stats {
+    Stats {
         entries: 8,
         inserts: 9,
         reclaims,
@@ -509,6 +509,7 @@ fn one_slot_handed_over(reclaims: u64, evictions: u64) -> KeyedStats {
         untracked_new_keys: 0,
         evictions,
         removals: 0,
+        ..Stats::default()
     }
 }
 
@@ -723,7 +724,7 @@ fn keyed_a_cancelled_first_booking_never_hands_its_slot_back() {
             let reclaims = u64::from(admitted == NEW_KEY);
             assert_eq!(
                 table.stats(),
-                KeyedStats {
+                Stats {
                     entries: 8,
                     inserts: 8 + reclaims,
                     reclaims,
@@ -731,6 +732,7 @@ fn keyed_a_cancelled_first_booking_never_hands_its_slot_back() {
                     untracked_new_keys: 0,
                     evictions: 0,
                     removals: 0,
+                    ..Stats::default()
                 }
             );
         },

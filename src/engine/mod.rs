@@ -8,3 +8,4 @@ pub(crate) mod error;
 pub(crate) mod judge;
 pub(crate) mod operation;
 pub(crate) mod request;
+pub(crate) mod stats;

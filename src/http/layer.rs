@@ -7,6 +7,7 @@ use crate::clock::Clock;
 #[cfg(feature = "tokio")]
 use crate::engine::request::Request as LimitRequest;
 use crate::engine::request::Tier;
+use crate::engine::stats::Stats;
 use crate::limiter::counters::stripes::Stripes;
 use crate::limiter::counters::Counting;
 use crate::limiter::direct::Limiter;
@@ -32,7 +33,7 @@ type RejectionFn = Arc<dyn Fn(&Rejected) -> Response<String> + Send + Sync>;
 pub enum Mode {
     /// Answer it with `429 Too Many Requests` and its headers (the default).
     Reject,
-    /// Let it through, counting it ([`LayerStats::would_reject`]); with `mark`, add the header
+    /// Let it through, counting it ([`Stats::would_reject`]); with `mark`, add the header
     /// `RateLimit-Shadow: rejected` to its response. For rolling out a limit: see what it
     /// would do before it does it.
     Shadow {
@@ -71,23 +72,7 @@ pub enum RejectionReason {
     WaitTooLong,
 }
 
-/// Counts of what a layer did, since it was built.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub struct LayerStats {
-    /// Requests passed on at once.
-    pub allowed: u64,
-    /// Requests answered 429 (or 503 for a full table).
-    pub rejected: u64,
-    /// Requests shadow mode let through that the limit would have rejected.
-    pub would_reject: u64,
-    /// Requests delay mode held back before passing them on.
-    pub delayed: u64,
-    /// Requests answered for want of a usable key, or for a cost above the limit.
-    pub unusable: u64,
-}
-
-/// What the layer counts, one field per [`LayerStats`] count, on the crate's striped counters
+/// What the layer counts, one [`Stats`] figure per count, on the crate's striped counters
 /// (per-thread cache lines, as a limiter's [`Counters`](crate::counters::Counters)), so that threads
 /// passing requests at once do not all write one line.
 #[derive(Debug)]
@@ -95,7 +80,7 @@ pub(super) struct LayerCounters {
     stripes: Stripes<LAYER_FIELDS>,
 }
 
-/// A count of [`LayerCounters`]: which [`LayerStats`] field it is.
+/// A count of [`LayerCounters`]: which [`Stats`] figure it is.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum LayerEvent {
     Allowed,
@@ -379,15 +364,29 @@ where
         self.configure(|shared| shared.rejection = Some(Arc::new(rejection)))
     }
 
-    /// What the layer has done so far.
-    pub fn stats(&self) -> LayerStats {
+    /// What the layer has done so far: requests passed on at once
+    /// ([`allowed`](Stats::allowed)), [`rejected`](Stats::rejected),
+    /// [`would_reject`](Stats::would_reject) (shadow mode), [`delayed`](Stats::delayed) and
+    /// [`unusable`](Stats::unusable) (the limiter's own figures are its `stats()`).
+    ///
+    /// ```
+    /// use nanolimit::http::RateLimitLayer;
+    /// use nanolimit::{Gcra, Limiter};
+    /// use std::sync::Arc;
+    ///
+    /// let layer = RateLimitLayer::direct(Arc::new(Limiter::new(Gcra::per_second(10)?)));
+    /// assert_eq!(layer.stats().rejected, 0);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn stats(&self) -> Stats {
         let counters = &self.shared.counters;
-        LayerStats {
+        Stats {
             allowed: counters.read(LayerEvent::Allowed),
             rejected: counters.read(LayerEvent::Rejected),
             would_reject: counters.read(LayerEvent::WouldReject),
             delayed: counters.read(LayerEvent::Delayed),
             unusable: counters.read(LayerEvent::Unusable),
+            ..Stats::default()
         }
     }
 

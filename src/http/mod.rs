@@ -20,5 +20,5 @@ pub use key::{
     ForwardingHeader, GlobalKey, HeaderKey, InvalidPrefix, KeyExtractor, KeyFn, KeyRejection,
     PeerIp, RequestHead, MAX_FORWARDING_HEADER_BYTES,
 };
-pub use layer::{LayerStats, Mode, RateLimitLayer, Rejected, RejectionReason};
+pub use layer::{Mode, RateLimitLayer, Rejected, RejectionReason};
 pub use service::RateLimitService;

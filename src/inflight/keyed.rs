@@ -53,10 +53,10 @@ use super::keyed_permit::KeyedPermit;
 use super::{AboveLimit, Busy};
 use crate::engine::decision::Outcome;
 use crate::engine::operation::{Consume, Release};
+use crate::engine::stats::Stats;
 use crate::quota::Concurrency;
 use crate::store::table::{
-    Exact, Hashed, KeyIdentity, KeyMarker, KeyMode, KeyedStats, Located, SlotOps, Table,
-    TableOptions, WhenFull,
+    Exact, Hashed, KeyIdentity, KeyMarker, KeyMode, Located, SlotOps, Table, TableOptions, WhenFull,
 };
 use core::fmt;
 use core::hash::Hash;
@@ -295,7 +295,7 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     }
 
     /// Slow-path event counters of the table (never an eviction).
-    pub fn stats(&self) -> KeyedStats {
+    pub fn stats(&self) -> Stats {
         self.table.stats()
     }
 

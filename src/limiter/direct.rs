@@ -3,13 +3,14 @@
 use super::core::Core;
 #[cfg(feature = "metrics")]
 use super::counters;
-use super::counters::{Counters, Counting, NoCounters, Totals};
+use super::counters::{Counters, Counting, NoCounters};
 use super::reservation::Reservation;
 use super::wait::WaitError;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::{Request, Tier};
+use crate::engine::stats::Stats;
 use crate::quota::{Quota, QuotaError, Reservable};
 use crate::store::word::Word;
 
@@ -70,7 +71,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
     }
 
     /// This limiter, counting its checks from here on: allowed and denied, calls and units
-    /// ([`totals`](Limiter::totals)), on per-thread striped counters off the state's cache
+    /// ([`stats`](Limiter::stats)), on per-thread striped counters off the state's cache
     /// line (see [the counters module](crate::counters)). Chained onto the constructor; it makes a
     /// `Limiter<Q, C, Counters>`. Without it ([`NoCounters`], the default), a check counts
     /// nothing and costs exactly what it did before counters existed.
@@ -87,7 +88,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
     ///     })
     ///     .collect();
     /// workers.into_iter().for_each(|worker| worker.join().unwrap());
-    /// let totals = limiter.totals().unwrap();
+    /// let totals = limiter.stats();
     /// assert_eq!(totals.calls(), 200);
     /// assert_eq!(totals.allowed, 100);
     /// # Ok::<(), nanolimit::QuotaError>(())
@@ -114,27 +115,31 @@ impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
 }
 
 impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
-    /// The totals of the checks so far, or `None` for a limiter built without
-    /// [`with_counters`](Limiter::with_counters). Exact once the checking threads are joined;
-    /// see [the counters module](crate::counters) for what is counted.
+    /// What this limiter counted ([`Stats`]): its checks, allowed and denied, in calls and units,
+    /// for a limiter built [`with_counters`](Limiter::with_counters) (zero otherwise). Exact once
+    /// the checking threads are joined; see [the counters module](crate::counters) for what is
+    /// counted.
     ///
     /// ```
     /// use nanolimit::{Gcra, Limiter};
     ///
     /// let plain = Limiter::new(Gcra::per_second(1)?);
-    /// assert_eq!(plain.totals(), None);
+    /// let _ = plain.check();
+    /// assert_eq!(plain.stats().calls(), 0);
     /// let counted = Limiter::new(Gcra::per_second(1)?).with_counters();
     /// let _ = counted.check();
     /// let _ = counted.check();
-    /// let totals = counted.totals().unwrap();
-    /// assert_eq!((totals.allowed, totals.denied), (1, 1));
+    /// let stats = counted.stats();
+    /// assert_eq!((stats.allowed, stats.denied), (1, 1));
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
-    pub fn totals(&self) -> Option<Totals> {
-        self.core.counters.totals()
+    pub fn stats(&self) -> Stats {
+        let mut stats = Stats::default();
+        self.core.counters.add_to(&mut stats);
+        stats
     }
 
-    /// Records this limiter's [`totals`](Self::totals) through the `metrics` facade (feature
+    /// Records this limiter's counted checks ([`stats`](Self::stats)) through the `metrics` facade (feature
     /// `metrics`) as `nanolimit_requests_total` and `nanolimit_units_total`, labelled
     /// `limiter = name` and `outcome` (see [`counters`](crate::counters#metrics-names-feature-metrics)).
     /// Records nothing for a limiter without counters. Call it at each scrape or on a timer.
@@ -151,8 +156,8 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// ```
     #[cfg(feature = "metrics")]
     pub fn record_metrics(&self, name: &str) {
-        if let Some(totals) = self.totals() {
-            counters::export::record_totals(name, &totals);
+        if N::COUNTS {
+            counters::export::record_checks(name, &self.stats());
         }
     }
 

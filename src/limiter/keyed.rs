@@ -47,20 +47,21 @@
 use super::core::Core;
 #[cfg(feature = "metrics")]
 use super::counters;
-use super::counters::{Counting, NoCounters, Totals};
+use super::counters::{Counting, NoCounters};
 use super::reservation::Reservation;
 use super::wait::WaitError;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::{Request, Tier};
+use crate::engine::stats::Stats;
 use crate::quota::{Quota, QuotaError, Reservable};
 use crate::store::table::{Located, SlotOps, Table};
 use core::fmt;
 use core::marker::PhantomData;
 
 pub use super::keyed_builder::KeyedLimiterBuilder;
-pub use crate::store::table::{Exact, ExactKey, Hashed, KeyMode, KeyedStats, TableError, WhenFull};
+pub use crate::store::table::{Exact, ExactKey, Hashed, KeyMode, TableError, WhenFull};
 
 /// A rate limiter with one state per key: client IPs, user ids, API keys, flow tuples.
 ///
@@ -368,16 +369,20 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
         self.core.store.entries()
     }
 
-    /// The table's occupancy and slow-path event counters. Scans the whole table (for
-    /// [`entries`](KeyedStats::entries)): for monitoring, not for the hot path.
+    /// What this limiter counted ([`Stats`]): its table's occupancy and slow-path events, and
+    /// its checks, allowed and denied, in calls and units, for a limiter built
+    /// [`with_counters`](KeyedLimiterBuilder::with_counters) (zero otherwise; a refused new key
+    /// counts as denied). Scans the whole table (for [`entries`](Stats::entries)): for
+    /// monitoring, not for the hot path. Exact once the checking threads are joined.
     ///
     /// ```
-    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock, WhenFull};
+    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
     ///
     /// let limiter = KeyedLimiter::builder(Gcra::per_second(1)?)
     ///     .capacity(4)
     ///     .shards(1)
     ///     .clock(ManualClock::new())
+    ///     .with_counters()
     ///     .build()?;
     /// for key in 0..100u32 {
     ///     let _ = limiter.check(&key);
@@ -386,38 +391,17 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// assert_eq!(stats.entries, limiter.slots() as u64);
     /// assert_eq!(stats.inserts, stats.entries);
     /// assert_eq!(stats.refused_new_keys, 100 - stats.entries);
+    /// assert_eq!((stats.allowed, stats.denied), (stats.entries, stats.refused_new_keys));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn stats(&self) -> KeyedStats {
-        self.core.store.stats()
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.core.store.stats();
+        self.core.counters.add_to(&mut stats);
+        stats
     }
 
-    /// The totals of the checks so far, or `None` for a limiter built without
-    /// [`with_counters`](KeyedLimiterBuilder::with_counters). Exact once the checking threads
-    /// are joined; a refused new key counts as denied. See [the counters module](crate::counters).
-    ///
-    /// ```
-    /// use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request};
-    ///
-    /// let limiter = KeyedLimiter::builder(Gcra::per_second(2)?)
-    ///     .clock(ManualClock::new())
-    ///     .with_counters()
-    ///     .build()?;
-    /// for _ in 0..3 {
-    ///     let _ = limiter.check(&"alice");
-    /// }
-    /// let _ = limiter.check_with(&"bob", Request::cost(2))?;
-    /// let totals = limiter.totals().expect("built with counters");
-    /// assert_eq!((totals.allowed, totals.denied), (3, 1));
-    /// assert_eq!((totals.allowed_units, totals.denied_units), (4, 1));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn totals(&self) -> Option<Totals> {
-        self.core.counters.totals()
-    }
-
-    /// Records this limiter's [`totals`](Self::totals) (if it has counters) and its table's
-    /// [`stats`](Self::stats) and capacity through the `metrics` facade (feature `metrics`),
+    /// Records this limiter's [`stats`](Self::stats) (its checks, if it has counters; its
+    /// table's occupancy and events) and capacity through the `metrics` facade (feature `metrics`),
     /// labelled `limiter = name`: `nanolimit_requests_total`, `nanolimit_units_total`,
     /// `nanolimit_keyed_entries`, `nanolimit_keyed_capacity`, `nanolimit_keyed_events_total`
     /// (see [`counters`](crate::counters#metrics-names-feature-metrics)). Scans the table, as
@@ -434,10 +418,11 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// ```
     #[cfg(feature = "metrics")]
     pub fn record_metrics(&self, name: &str) {
-        if let Some(totals) = self.totals() {
-            counters::export::record_totals(name, &totals);
+        let stats = self.stats();
+        if N::COUNTS {
+            counters::export::record_checks(name, &stats);
         }
-        counters::export::record_keyed(name, &self.stats(), self.capacity());
+        counters::export::record_keyed(name, &stats, self.capacity());
     }
 
     /// The one-byte lookup hint `key` gets in this table: for the loom models, which need keys

@@ -110,7 +110,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C,
     }
 
     /// Counts the limiter's checks: allowed and denied, calls and units
-    /// ([`KeyedLimiter::totals`]), on per-thread striped counters off the slots' cache lines
+    /// ([`KeyedLimiter::stats`]), on per-thread striped counters off the slots' cache lines
     /// (see [the counters module](crate::counters)): the limiter is a `KeyedLimiter<K, Q, C, M,
     /// Counters>`. Without it ([`NoCounters`], the default), a check counts nothing and costs
     /// exactly what it did before counters existed.
@@ -122,7 +122,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C,
     ///     .with_counters()
     ///     .build()?;
     /// let _ = limiter.check(&7);
-    /// assert_eq!(limiter.totals().map(|totals| totals.calls()), Some(1));
+    /// assert_eq!(limiter.stats().calls(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_counters(self) -> KeyedLimiterBuilder<K, Q, C, M, Counters> {

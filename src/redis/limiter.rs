@@ -4,12 +4,12 @@
 use super::builder::RedisLimiterBuilder;
 use super::policy::FailurePolicy;
 use super::quota::RedisQuota;
-use super::stats::RedisStats;
 use super::store::{Call, Store};
 use crate::clock::Timestamp;
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
+use crate::engine::stats::Stats;
 use crate::quota::Step;
 use std::time::SystemTime;
 
@@ -144,7 +144,7 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn stats(&self) -> RedisStats {
+    pub fn stats(&self) -> Stats {
         self.store.stats()
     }
 

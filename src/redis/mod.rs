@@ -56,7 +56,7 @@
 //! Every call returns within the limiter's timeout (5 ms by default). A call that gets no
 //! decision in time (server down, unreachable or slow, a script error) is decided by the
 //! [`FailurePolicy`] (open by default), marked by
-//! [`Decision::is_fallback`](crate::Decision::is_fallback), and counted in [`RedisStats`]; the
+//! [`Decision::is_fallback`](crate::Decision::is_fallback), and counted in its [`Stats`](crate::Stats); the
 //! connection manager reconnects in the background, so the limiter needs no rebuilding when
 //! the server is back.
 
@@ -76,7 +76,7 @@ pub use builder::{
 #[doc(hidden)]
 pub use leased::loom_hooks;
 pub use leased::{
-    LeaseConfigError, LeasedRedisLimiter, LeasedRedisLimiterBuilder, LeasedStats,
+    LeaseConfigError, LeasedRedisLimiter, LeasedRedisLimiterBuilder,
     DEFAULT_CAPACITY as DEFAULT_LEASED_CAPACITY, DEFAULT_LEASE_LIFETIME, DEFAULT_MAX_LEASE_UNITS,
     MAX_LEASE_LIFETIME, MAX_LEASE_UNITS, MIN_LEASE_LIFETIME,
 };
@@ -84,4 +84,3 @@ pub use limiter::RedisLimiter;
 pub use policy::FailurePolicy;
 pub use quota::RedisQuota;
 pub use sliding_log::{RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT};
-pub use stats::RedisStats;

@@ -4,7 +4,7 @@
 /// within its timeout (server down, unreachable, slow, or a script error): the call returns at
 /// the timeout at the latest, never panics, and returns a [`Decision`](crate::Decision) whose
 /// [`is_fallback`](crate::Decision::is_fallback) is true. The limiter counts such calls
-/// ([`RedisStats`](super::RedisStats)) and keeps reconnecting in the background, so checks
+/// ([`Stats`](crate::Stats)) and keeps reconnecting in the background, so checks
 /// succeed again once the server is back, without rebuilding the limiter.
 ///
 /// A call that timed out may still have been applied by the server (the script ran, the reply

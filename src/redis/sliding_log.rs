@@ -4,13 +4,13 @@
 use super::builder::RedisLimiterBuilder;
 use super::policy::FailurePolicy;
 use super::quota::push_high_and_low_48;
-use super::stats::RedisStats;
 use super::store::{Call, Store};
 use crate::clock::Timestamp;
 use crate::engine::decision::{Decision, Outcome};
 use crate::engine::error::RequestError;
 use crate::engine::judge::LogFigures;
 use crate::engine::request::Request;
+use crate::engine::stats::Stats;
 use crate::quota::sliding_log::SlidingLog;
 use ::redis::Script;
 use std::sync::LazyLock;
@@ -165,7 +165,7 @@ impl RedisSlidingLogLimiter {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn stats(&self) -> RedisStats {
+    pub fn stats(&self) -> Stats {
         self.store.stats()
     }
 

@@ -3,10 +3,11 @@
 
 use super::policy::FailurePolicy;
 use super::quota::hex;
-use super::stats::{Counters, RedisStats};
+use super::stats::Counters;
 use crate::clock::Timestamp;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
+use crate::engine::stats::Stats;
 use ::redis::aio::ConnectionManager;
 use ::redis::{FromRedisValue, Script};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -52,7 +53,7 @@ impl Store {
         Timestamp::from_ns(u64::try_from(since_epoch.as_nanos()).ok()?).ok()
     }
 
-    pub(crate) fn stats(&self) -> RedisStats {
+    pub(crate) fn stats(&self) -> Stats {
         self.counters.read()
     }
 

@@ -10,9 +10,9 @@ use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
+use crate::engine::stats::Stats;
 use crate::store::table::{
-    Exact, Hashed, KeyMarker, KeyMode, KeyedStats, Located, SlotOps, Table, TableError,
-    TableOptions, WhenFull,
+    Exact, Hashed, KeyMarker, KeyMode, Located, SlotOps, Table, TableError, TableOptions, WhenFull,
 };
 use crate::sync::AtomicU64;
 use core::fmt;
@@ -351,7 +351,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     }
 
     /// Slow-path event counters of the table.
-    pub fn stats(&self) -> KeyedStats {
+    pub fn stats(&self) -> Stats {
         self.table.stats()
     }
 

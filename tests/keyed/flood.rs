@@ -19,7 +19,7 @@
 use crate::common::at;
 use crate::common::keyed::{assert_same_decision, table, TableShape};
 use nanolimit::{
-    Exact, Gcra, Hashed, KeyMode, KeyedLimiter, KeyedStats, Limiter, ManualClock, WhenFull,
+    Exact, Gcra, Hashed, KeyMode, KeyedLimiter, Limiter, ManualClock, Stats, WhenFull,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -316,7 +316,7 @@ fn build_measured<M: KeyMode<u64>>(
     limiter
 }
 
-fn report(mode: &str, policy: WhenFull, outcome: &FloodOutcome, stats: &KeyedStats) {
+fn report(mode: &str, policy: WhenFull, outcome: &FloodOutcome, stats: &Stats) {
     eprintln!(
         "{mode} {policy:?}: {} flood keys in {:?} ({:.0} ns/check); hot key {}/{} admitted; \
          flood allowed {} (untracked {}) denied {} (untracked {}); {stats:?}",

@@ -7,8 +7,8 @@
 use crate::common::keyed::{clock_at, one_bucket};
 use crate::common::{at, SECOND_NS};
 use nanolimit::{
-    Decision, Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, KeyedStats, ManualClock,
-    Quota, Request, SlidingWindow, WhenFull,
+    Decision, Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota, Request,
+    SlidingWindow, Stats, WhenFull,
 };
 use std::time::Duration;
 
@@ -151,7 +151,7 @@ fn assert_a_refused_eviction_waits_for_the_inherited_state<M: KeyMode<u64>, Q: Q
     costs: [u64; 8],
     closest: u64,
     cost: u64,
-) -> (Duration, KeyedStats) {
+) -> (Duration, Stats) {
     let clock = clock_at(start_ns);
     let limiter: KeyedLimiter<u64, Q, ManualClock, M> =
         one_bucket(quota, WhenFull::EvictClosestToFresh, &clock);

@@ -6,8 +6,8 @@
 use crate::common::keyed::{clock_at, fill, one_bucket, table, TableShape};
 use crate::common::{at, SECOND_NS};
 use nanolimit::{
-    Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, KeyedStats, ManualClock, Quota,
-    SlidingWindow, WhenFull,
+    Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota, SlidingWindow,
+    Stats, WhenFull,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -129,7 +129,7 @@ fn removed_key_comes_back_fresh<M: KeyMode<u64>, Q: Quota>(quota: Q) {
     assert_eq!(again.state_word(), fresh.state_word(), "{quota:?}");
     assert_eq!(
         limiter.stats(),
-        KeyedStats {
+        Stats {
             entries: 1,
             inserts: 2,
             reclaims: 0,
@@ -137,6 +137,7 @@ fn removed_key_comes_back_fresh<M: KeyMode<u64>, Q: Quota>(quota: Q) {
             untracked_new_keys: 0,
             evictions: 0,
             removals: 1,
+            ..Stats::default()
         },
         "{quota:?}"
     );

@@ -2,8 +2,7 @@
 //! the [`metrics`](https://docs.rs/metrics) facade, under the names and labels the
 //! [module documentation](super#metrics-names-feature-metrics) lists.
 
-use super::Totals;
-use crate::store::table::KeyedStats;
+use crate::engine::stats::Stats;
 
 /// Checks allowed and denied.
 pub(crate) const REQUESTS_TOTAL: &str = "nanolimit_requests_total";
@@ -16,11 +15,11 @@ pub(crate) const KEYED_CAPACITY: &str = "nanolimit_keyed_capacity";
 /// A keyed table's slow-path events.
 pub(crate) const KEYED_EVENTS_TOTAL: &str = "nanolimit_keyed_events_total";
 
-/// Sets the request and unit counters of `limiter` to `totals`.
-pub(crate) fn record_totals(limiter: &str, totals: &Totals) {
+/// Sets the request and unit counters of `limiter` to its `stats`' check figures.
+pub(crate) fn record_checks(limiter: &str, stats: &Stats) {
     for (outcome, calls, units) in [
-        ("allowed", totals.allowed, totals.allowed_units),
-        ("denied", totals.denied, totals.denied_units),
+        ("allowed", stats.allowed, stats.allowed_units),
+        ("denied", stats.denied, stats.denied_units),
     ] {
         metrics::counter!(REQUESTS_TOTAL, "limiter" => limiter.to_owned(), "outcome" => outcome)
             .absolute(calls);
@@ -30,7 +29,7 @@ pub(crate) fn record_totals(limiter: &str, totals: &Totals) {
 }
 
 /// Sets the occupancy gauges and event counters of keyed `limiter`.
-pub(crate) fn record_keyed(limiter: &str, stats: &KeyedStats, capacity: usize) {
+pub(crate) fn record_keyed(limiter: &str, stats: &Stats, capacity: usize) {
     // Gauges are f64; entry counts are far below 2^53, where the conversion is exact.
     metrics::gauge!(KEYED_ENTRIES, "limiter" => limiter.to_owned()).set(stats.entries as f64);
     metrics::gauge!(KEYED_CAPACITY, "limiter" => limiter.to_owned()).set(capacity as f64);

@@ -1,13 +1,13 @@
 //! Counters: how many checks a limiter allowed and denied, and how many units they asked for,
 //! kept off the state word's cache line. Opt-in at construction
 //! ([`Limiter::with_counters`](crate::Limiter::with_counters),
-//! [`KeyedLimiterBuilder::with_counters`](crate::KeyedLimiterBuilder::with_counters)); read with
-//! `totals()`, and with the `metrics` feature exported through the
+//! [`KeyedLimiterBuilder::with_counters`](crate::KeyedLimiterBuilder::with_counters)); read in
+//! the limiter's [`Stats`] (`stats()`), and with the `metrics` feature exported through the
 //! [`metrics`](https://docs.rs/metrics) facade (`record_metrics`, names below).
 //!
 //! | file | concern |
 //! |---|---|
-//! | `mod.rs` | [`Totals`], and the counters a limiter keeps |
+//! | `mod.rs` | the counters a limiter keeps |
 //! | `stripes.rs` | striped, cache-padded `u64` counts, owned per thread or shared (also the HTTP layer's statistics) |
 //! | `export.rs` | the `metrics` feature: names, labels, recording |
 //!
@@ -41,8 +41,7 @@
 //! Counted: checks ([`check`](crate::Limiter::check), [`check_at`](crate::Limiter::check_at),
 //! [`check_with`](crate::Limiter::check_with), and their keyed forms), a check of cost 0 as one
 //! call of no units. Not counted: peeks (they consume nothing), reservations and waits, and the
-//! HTTP layer's own statistics (it keeps `http::LayerStats`, on the same
-//! striped counts).
+//! HTTP layer's own statistics (its `stats()`, on the same striped counts).
 //!
 //! # Guarantees
 //!
@@ -65,11 +64,11 @@
 //!
 //! | name | kind | labels | value |
 //! |---|---|---|---|
-//! | `nanolimit_requests_total` | counter | `limiter`, `outcome` = `allowed` \| `denied` | checks allowed, denied ([`Totals::allowed`], [`Totals::denied`]) |
-//! | `nanolimit_units_total` | counter | `limiter`, `outcome` = `allowed` \| `denied` | units of those checks ([`Totals::allowed_units`], [`Totals::denied_units`]) |
-//! | `nanolimit_keyed_entries` | gauge | `limiter` | slots holding an entry ([`KeyedStats::entries`](crate::KeyedStats::entries)) |
+//! | `nanolimit_requests_total` | counter | `limiter`, `outcome` = `allowed` \| `denied` | checks allowed, denied ([`Stats::allowed`](crate::Stats::allowed), [`Stats::denied`](crate::Stats::denied)) |
+//! | `nanolimit_units_total` | counter | `limiter`, `outcome` = `allowed` \| `denied` | units of those checks ([`Stats::allowed_units`](crate::Stats::allowed_units), [`Stats::denied_units`](crate::Stats::denied_units)) |
+//! | `nanolimit_keyed_entries` | gauge | `limiter` | slots holding an entry ([`Stats::entries`](crate::Stats::entries)) |
 //! | `nanolimit_keyed_capacity` | gauge | `limiter` | live keys the table was sized for ([`KeyedLimiter::capacity`](crate::KeyedLimiter::capacity)) |
-//! | `nanolimit_keyed_events_total` | counter | `limiter`, `event` = `insert` \| `reclaim` \| `refused_new_key` \| `untracked_new_key` \| `eviction` | the table's [`KeyedStats`](crate::KeyedStats) events |
+//! | `nanolimit_keyed_events_total` | counter | `limiter`, `event` = `insert` \| `reclaim` \| `refused_new_key` \| `untracked_new_key` \| `eviction` | the table's events ([`Stats`]) |
 //!
 //! The request and unit counters are recorded only by limiters built with counters; the keyed
 //! ones by every keyed limiter. Counters are set with `absolute` (the limiter keeps the
@@ -88,6 +87,7 @@ pub fn end_of_thread() {
 }
 pub(crate) mod stripes;
 
+use crate::engine::stats::Stats;
 use stripes::{Stripe, Stripes};
 
 /// Checks allowed (field), calls.
@@ -101,61 +101,21 @@ const DENIED_EXTRA_UNITS: usize = 3;
 /// The counts a limiter keeps per stripe.
 const FIELDS: usize = 4;
 
-/// How many checks a limiter allowed and denied, and their units, since it was built (see the
-/// [module documentation](self) for what is counted and when the totals are exact).
-///
-/// ```
-/// use nanolimit::{Gcra, Limiter, ManualClock, Request};
-///
-/// let limiter = Limiter::with_clock(Gcra::per_second(10)?, ManualClock::new()).with_counters();
-/// assert!(limiter.check_with(Request::cost(8))?.is_allowed());
-/// assert!(limiter.check_with(Request::cost(5))?.is_denied());
-/// assert!(limiter.check().is_allowed());
-/// let totals = limiter.totals().expect("built with counters");
-/// assert_eq!((totals.allowed, totals.denied), (2, 1));
-/// assert_eq!((totals.allowed_units, totals.denied_units), (9, 5));
-/// assert_eq!((totals.calls(), totals.units()), (3, 14));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub struct Totals {
-    /// Checks allowed.
-    pub allowed: u64,
-    /// Checks denied (a keyed table's refused new keys included).
-    pub denied: u64,
-    /// The units (costs) of the allowed checks.
-    pub allowed_units: u64,
-    /// The units the denied checks asked for.
-    pub denied_units: u64,
-}
-
-impl Totals {
-    /// Every check counted: `allowed + denied`.
-    ///
-    /// ```
-    /// let totals = nanolimit::counters::Totals::default();
-    /// assert_eq!(totals.calls(), 0);
-    /// ```
-    pub fn calls(&self) -> u64 {
-        self.allowed.wrapping_add(self.denied)
-    }
-
-    /// Every unit asked for: `allowed_units + denied_units`.
-    ///
-    /// ```
-    /// let totals = nanolimit::counters::Totals::default();
-    /// assert_eq!(totals.units(), 0);
-    /// ```
-    pub fn units(&self) -> u64 {
-        self.allowed_units.wrapping_add(self.denied_units)
-    }
-}
-
 mod sealed {
+    use crate::engine::stats::Stats;
+
     /// Only this crate's [`NoCounters`](super::NoCounters) and [`Counters`](super::Counters)
-    /// count checks.
-    pub trait Sealed {}
+    /// count checks; what a limiter asks of them.
+    pub trait Sealed {
+        /// Whether checks are counted (false for `NoCounters`).
+        const COUNTS: bool;
+
+        /// Counts one check of `cost` units, allowed or denied (nothing, for `NoCounters`).
+        fn record(&self, allowed: bool, cost: u64);
+
+        /// Sets `stats`' check figures to the counts so far (nothing, for `NoCounters`).
+        fn add_to(&self, stats: &mut Stats);
+    }
 }
 
 /// Whether a limiter counts its checks: its last type parameter, [`NoCounters`] (the default)
@@ -166,24 +126,17 @@ mod sealed {
 /// use nanolimit::counters::{Counters, Counting, NoCounters};
 /// use nanolimit::{Gcra, Limiter, QuantaClock};
 ///
-/// fn calls<N: Counting>(limiter: &Limiter<Gcra, QuantaClock, N>) -> Option<u64> {
-///     limiter.totals().map(|totals| totals.calls())
+/// fn calls<N: Counting>(limiter: &Limiter<Gcra, QuantaClock, N>) -> u64 {
+///     limiter.stats().calls()
 /// }
 /// let plain: Limiter<Gcra, QuantaClock, NoCounters> = Limiter::new(Gcra::per_second(5)?);
 /// let counted: Limiter<Gcra, QuantaClock, Counters> = Limiter::new(Gcra::per_second(5)?).with_counters();
+/// let _ = plain.check();
 /// let _ = counted.check();
-/// assert_eq!((calls(&plain), calls(&counted)), (None, Some(1)));
+/// assert_eq!((calls(&plain), calls(&counted)), (0, 1));
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
-pub trait Counting: sealed::Sealed + Send + Sync + core::fmt::Debug {
-    /// Counts one check of `cost` units, allowed or denied (nothing, for [`NoCounters`]).
-    #[doc(hidden)]
-    fn record(&self, allowed: bool, cost: u64);
-
-    /// The totals so far (`None` for [`NoCounters`]).
-    #[doc(hidden)]
-    fn totals(&self) -> Option<Totals>;
-}
+pub trait Counting: sealed::Sealed + Send + Sync + core::fmt::Debug {}
 
 /// A limiter that counts nothing: the default. Its checks are the uncounted ones.
 ///
@@ -192,27 +145,28 @@ pub trait Counting: sealed::Sealed + Send + Sync + core::fmt::Debug {
 /// use nanolimit::{Gcra, Limiter, QuantaClock};
 ///
 /// let limiter: Limiter<Gcra, QuantaClock, NoCounters> = Limiter::new(Gcra::per_second(5)?);
-/// assert_eq!(limiter.totals(), None);
+/// let _ = limiter.check();
+/// assert_eq!(limiter.stats().calls(), 0);
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct NoCounters;
 
-impl sealed::Sealed for NoCounters {}
+impl sealed::Sealed for NoCounters {
+    const COUNTS: bool = false;
 
-impl Counting for NoCounters {
     #[inline(always)]
     fn record(&self, _allowed: bool, _cost: u64) {}
 
     #[inline(always)]
-    fn totals(&self) -> Option<Totals> {
-        None
-    }
+    fn add_to(&self, _stats: &mut Stats) {}
 }
+
+impl Counting for NoCounters {}
 
 /// The counters of a limiter built `with_counters()`: its checks' outcomes and costs, on
 /// per-thread striped cache lines of their own (see the [module documentation](self)). Read
-/// through the limiter's `totals()`.
+/// in the limiter's [`Stats`].
 ///
 /// ```
 /// use nanolimit::counters::Counters;
@@ -225,8 +179,8 @@ impl Counting for NoCounters {
 ///         .build()?;
 /// let _ = limiter.check("a");
 /// let _ = limiter.check("a");
-/// let totals = limiter.totals().unwrap();
-/// assert_eq!((totals.allowed, totals.denied), (1, 1));
+/// let stats = limiter.stats();
+/// assert_eq!((stats.allowed, stats.denied), (1, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -242,7 +196,7 @@ impl Counters {
         }
     }
 
-    /// [`Counting::record`] on shared stripe `number` (modulo the shared stripe count): for
+    /// `record` on shared stripe `number` (modulo the shared stripe count): for
     /// tests that pick the stripes their threads share.
     #[cfg(test)]
     pub(crate) fn record_on_stripe(&self, number: usize, allowed: bool, cost: u64) {
@@ -259,7 +213,7 @@ impl Counters {
         }
     }
 
-    /// [`Counting::record`] for a thread that owns no slot: claims one if it is due to try (its
+    /// `record` for a thread that owns no slot: claims one if it is due to try (its
     /// first count, then every 4,096), and counts on it, or on a shared stripe. Out of line: a
     /// thread that owns a slot never calls it, and its count stays a few instructions.
     #[cold]
@@ -268,22 +222,20 @@ impl Counters {
         self.record_on(self.stripes.mine_after_claim(), allowed, cost);
     }
 
-    /// The totals so far.
-    fn read(&self) -> Totals {
-        let allowed = self.stripes.sum(ALLOWED_CALLS);
-        let denied = self.stripes.sum(DENIED_CALLS);
-        Totals {
-            allowed,
-            denied,
-            allowed_units: allowed.wrapping_add(self.stripes.sum(ALLOWED_EXTRA_UNITS)),
-            denied_units: denied.wrapping_add(self.stripes.sum(DENIED_EXTRA_UNITS)),
-        }
+    /// The counts so far, as a limiter's stats report them.
+    #[cfg(test)]
+    fn read(&self) -> Stats {
+        let mut stats = Stats::default();
+        sealed::Sealed::add_to(self, &mut stats);
+        stats
     }
 }
 
-impl sealed::Sealed for Counters {}
+impl Counting for Counters {}
 
-impl Counting for Counters {
+impl sealed::Sealed for Counters {
+    const COUNTS: bool = true;
+
     /// Counts one check of `cost` units, allowed or denied, on the calling thread's stripe: its
     /// slot's, inline, if it owns one; else on the cold path, which may claim one first.
     #[inline]
@@ -294,8 +246,13 @@ impl Counting for Counters {
         }
     }
 
-    fn totals(&self) -> Option<Totals> {
-        Some(self.read())
+    fn add_to(&self, stats: &mut Stats) {
+        let allowed = self.stripes.sum(ALLOWED_CALLS);
+        let denied = self.stripes.sum(DENIED_CALLS);
+        stats.allowed = allowed;
+        stats.denied = denied;
+        stats.allowed_units = allowed.wrapping_add(self.stripes.sum(ALLOWED_EXTRA_UNITS));
+        stats.denied_units = denied.wrapping_add(self.stripes.sum(DENIED_EXTRA_UNITS));
     }
 }
 
@@ -317,19 +274,16 @@ mod tests {
         for (stripe, &(allowed, cost)) in checks.iter().enumerate() {
             counters.record_on_stripe(stripe, allowed, cost);
         }
+        let stats = counters.read();
+        assert_eq!((stats.allowed, stats.denied), (3, 3));
         assert_eq!(
-            counters.read(),
-            Totals {
-                allowed: 3,
-                denied: 3,
-                allowed_units: 8,
-                denied_units: 1u64.wrapping_add(u64::MAX),
-            }
+            (stats.allowed_units, stats.denied_units),
+            (8, 1u64.wrapping_add(u64::MAX))
         );
     }
 
     #[test]
     fn nothing_counted_reads_as_zero() {
-        assert_eq!(Counters::new().read(), Totals::default());
+        assert_eq!(Counters::new().read(), Stats::default());
     }
 }

@@ -67,12 +67,12 @@ pub use options::{
     DEFAULT_MAX_LEASE_UNITS, MAX_LEASE_LIFETIME, MAX_LEASE_UNITS, MIN_LEASE_LIFETIME,
 };
 
-use super::stats::RedisStats;
 use super::RedisLimiter;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
+use crate::engine::stats::Stats;
 use crate::quota::{Gcra, Quota, Reservable};
 use crate::sync::{Arc, AtomicU64, Ordering};
 use policy::LeasePolicy;
@@ -140,30 +140,6 @@ impl<C: Clock> core::fmt::Debug for LeasedRedisLimiter<C> {
             .field("capacity", &self.inner.table.capacity())
             .finish_non_exhaustive()
     }
-}
-
-/// How often a [`LeasedRedisLimiter`] went to Redis, and why, since it was built.
-///
-/// ```
-/// use nanolimit::redis::LeasedStats;
-///
-/// let stats = LeasedStats::default();
-/// assert_eq!(stats.leases, 0);
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub struct LeasedStats {
-    /// Leases granted by Redis.
-    pub leases: u64,
-    /// Units those leases held.
-    pub leased_units: u64,
-    /// Checks decided by one script call of their own: a refill of the key in flight, a
-    /// request above the largest lease, leasing off, or a local table full of live leases.
-    pub direct_checks: u64,
-    /// Units given back to Redis (lapsed leases, [`give_back_unused`](LeasedRedisLimiter::give_back_unused)).
-    pub units_given_back: u64,
-    /// Calls to Redis that fell back to the failure policy.
-    pub redis: RedisStats,
 }
 
 #[derive(Debug, Default)]
@@ -376,16 +352,16 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn stats(&self) -> LeasedStats {
+    pub fn stats(&self) -> Stats {
         let counters = &self.inner.counters;
         // ORDERING: Relaxed: statistics (see `Counters::add`).
         let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        LeasedStats {
+        Stats {
             leases: read(&counters.leases),
             leased_units: read(&counters.leased_units),
             direct_checks: read(&counters.direct_checks),
             units_given_back: read(&counters.units_given_back),
-            redis: self.inner.shared.stats(),
+            ..self.inner.shared.stats()
         }
     }
 

@@ -5,7 +5,7 @@
 //!
 //! | file | concern |
 //! |---|---|
-//! | `mod.rs` | the table: shards, buckets, hint words, lookups, counts, [`KeyedStats`] |
+//! | `mod.rs` | the table: shards, buckets, hint words, lookups, counts |
 //! | `key.rs` | [`KeyMode`]: [`Hashed`], [`Exact`], [`ExactKey`]; a key's hash and identity words |
 //! | `placement.rs`, `hints.rs` | where a key may live; one-byte lookup hints |
 //! | `slot.rs` | a slot's identity and state words |
@@ -47,6 +47,7 @@ pub(crate) use placement::Placement;
 pub(crate) use protocol::KeyIdentity;
 pub(crate) use slot::{SlotOps, RESERVED, VACANT};
 
+use crate::engine::stats::Stats;
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
 use hints::HintMatches;
@@ -111,50 +112,6 @@ pub(crate) enum TableEvent {
     RefusedNewKey,
     UntrackedNewKey,
     Eviction,
-}
-
-/// A keyed table's occupancy, and counters of its slow-path events summed over its shards.
-///
-/// Once no operation is under way, `entries == inserts - reclaims - evictions - removals`.
-///
-/// ```
-/// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
-///
-/// let limiter = KeyedLimiter::builder(Gcra::per_second(1)?)
-///     .capacity(16)
-///     .clock(ManualClock::new())
-///     .build()?;
-/// let _ = limiter.check(&"alice");
-/// let _ = limiter.check(&"alice");
-/// assert_eq!(limiter.stats().inserts, 1);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct KeyedStats {
-    /// Keys the table holds, live or equivalent to fresh (as
-    /// [`KeyedLimiter::entries`](crate::KeyedLimiter::entries): entries are reused, not
-    /// swept, so this grows to the table's slots under a stream of new keys; only a
-    /// [`remove`](crate::KeyedLimiter::remove) lowers it).
-    pub entries: u64,
-    /// New keys given a slot.
-    pub inserts: u64,
-    /// Inserts that reused the slot of an entry equivalent to fresh.
-    pub reclaims: u64,
-    /// New keys denied because their candidate slots were all live ([`WhenFull::Deny`], or an
-    /// inherited state that denied under [`WhenFull::EvictClosestToFresh`]).
-    ///
-    /// [`WhenFull::Deny`]: crate::WhenFull::Deny
-    /// [`WhenFull::EvictClosestToFresh`]: crate::WhenFull::EvictClosestToFresh
-    pub refused_new_keys: u64,
-    /// New keys allowed without being tracked ([`WhenFull::Allow`]).
-    pub untracked_new_keys: u64,
-    /// Live entries evicted for a new key
-    /// ([`WhenFull::EvictClosestToFresh`]).
-    pub evictions: u64,
-    /// Keys removed by [`KeyedLimiter::remove`](crate::KeyedLimiter::remove). A removed key's
-    /// slot, reused later by a new key, counts as that key's insert only (neither a reclaim nor
-    /// an eviction: its entry was no longer a key's).
-    pub removals: u64,
 }
 
 /// The table: shards of buckets of slots.
@@ -517,7 +474,7 @@ impl<S: SlotOps> Table<S> {
             + writer.removals.load(Ordering::Acquire)
     }
 
-    pub(crate) fn stats(&self) -> KeyedStats {
+    pub(crate) fn stats(&self) -> Stats {
         // ORDERING: Relaxed loads of statistics; no other memory depends on them.
         let sum = |counter: fn(&ShardWriter) -> &AtomicU64| {
             self.writers
@@ -525,7 +482,7 @@ impl<S: SlotOps> Table<S> {
                 .map(|writer| counter(writer).load(Ordering::Relaxed))
                 .sum()
         };
-        KeyedStats {
+        Stats {
             entries: self.entries() as u64,
             inserts: sum(|writer| &writer.inserts),
             reclaims: sum(|writer| &writer.reclaims),
@@ -533,6 +490,7 @@ impl<S: SlotOps> Table<S> {
             untracked_new_keys: sum(|writer| &writer.untracked_new_keys),
             evictions: sum(|writer| &writer.evictions),
             removals: sum(|writer| &writer.removals),
+            ..Stats::default()
         }
     }
 

@@ -98,7 +98,7 @@
 //! still deciding on the detached entry loses its compare-and-swap to the claim, as a check of
 //! a reclaimed key does. Making the slot reusable by another key at once would let that key's
 //! first word equal a word a stalled check of the removed key loaded. Such a reuse counts as
-//! an insert only ([`KeyedStats`](super::KeyedStats): the entry was no longer a key's).
+//! an insert only ([`Stats`](crate::Stats): the entry was no longer a key's).
 //!
 //! The removed key itself takes its detached entry back at once, as a new key's, from a fresh
 //! state judged no earlier than the shard's floor (before a vacant slot: a key removed again
