@@ -64,7 +64,7 @@
 //! length `W` ever holds more than `L` units; [`KeyedSlidingLogLimiter`](sliding_log::KeyedSlidingLogLimiter)
 //! keeps such a log per key on the keyed table (see [`sliding_log`]).
 //!
-//! [`Limiter::with_counters`] and [`KeyedLimiterBuilder::with_counters`] make limiters that
+//! [`Limiter::with_counters`] and [`KeyedBuilder::with_counters`] make limiters that
 //! count their checks, allowed and denied, in calls and units ([`Stats`]), on per-thread
 //! striped lines off the state's; a limiter without them is compiled as if counters did not
 //! exist. With the `metrics` feature, `record_metrics` exports them (see [`counters`]).
@@ -105,13 +105,11 @@ pub use clock::UpkeepClock;
 pub use clock::{Clock, ManualClock, QuantaClock, Timestamp, TimestampError};
 pub use composite::Composite;
 pub use engine::decision::{Decision, RateLimitHeaders};
-pub use engine::error::RequestError;
+pub use engine::error::{BuildError, RequestError};
 pub use engine::request::{Request, Tier};
 pub use engine::stats::Stats;
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
-pub use keyed::{
-    Exact, ExactKey, Hashed, KeyMode, KeyedLimiter, KeyedLimiterBuilder, TableError, WhenFull,
-};
+pub use keyed::{Exact, ExactKey, Hashed, KeyMode, KeyedBuilder, KeyedLimiter, WhenFull};
 pub use limiter::direct::Limiter;
 pub use limiter::leaky_bucket::LeakyBucket;
 pub use limiter::rate_limit::RateLimit;

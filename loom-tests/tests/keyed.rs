@@ -12,8 +12,8 @@
 
 use loom::sync::Arc;
 use nanolimit::{
-    Decision, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, Stats, ManualClock, Quota, Request,
-    SlidingWindow, WhenFull,
+    Decision, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota, Request,
+    SlidingWindow, Stats, WhenFull,
 };
 use nanolimit_loom_tests::{
     assert_admissions_form_one_sequence, at, explore, perform_keyed, run_concurrently,

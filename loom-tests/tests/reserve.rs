@@ -14,7 +14,7 @@
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use nanolimit::{
-    Exact, Gcra, KeyedLimiter, Stats, Limiter, ManualClock, Request, Reservation, WhenFull,
+    Exact, Gcra, KeyedLimiter, Limiter, ManualClock, Request, Reservation, Stats, WhenFull,
 };
 use nanolimit_loom_tests::{
     at, explore, run_concurrently, shared_direct_limiter, ModelThread, UNREACHED_PREEMPTION_BOUND,

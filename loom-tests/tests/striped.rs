@@ -7,7 +7,7 @@
 //!
 //! Every quota is GCRA at one unit per second (`T` = 1 s), leases have a fixed size (2 units, so
 //! that a refill keeps at most one, unless a model says 3), and the lease lifetime is the
-//! shortest allowed, `MIN_LEASE_LIFETIME` (2 × 2^19 ns, about 1.05 ms). Stripes are chosen
+//! shortest allowed, `MIN_LEASE_LIFETIME` (4 × 2^19 ns, about 2.1 ms). Stripes are chosen
 //! explicitly (`check_at_stripe`), not by the calling thread's number: that comes from a std
 //! counter and thread-local, outside the model, so it would differ between executions. The one
 //! `check_with` (for a cost of 2) is made on a limiter of one stripe, where every number maps to
@@ -29,11 +29,15 @@
 //! `RUSTFLAGS="--cfg nanolimit_loom" cargo test --release --manifest-path loom-tests/Cargo.toml --test striped`
 
 use loom::sync::Arc;
-use nanolimit::striped::{StripedLimiter, MIN_LEASE_LIFETIME};
+use nanolimit::striped::StripedLimiter;
 use nanolimit::{Gcra, ManualClock, Request};
 use nanolimit_loom_tests::{
     at, explore, run_concurrently, ModelThread, UNREACHED_PREEMPTION_BOUND,
 };
+
+/// The shortest lease lifetime a striped limiter accepts: four of its word's grains of 2^19 ns
+/// (the builder refuses anything shorter with `BuildError::LeaseLifetime`).
+const MIN_LEASE_LIFETIME: std::time::Duration = std::time::Duration::from_nanos(4 << 19);
 
 /// The emission interval of every quota here, in nanoseconds.
 const T: u64 = 1_000_000_000;

@@ -1,6 +1,8 @@
-//! Why a request can never be judged.
+//! Why a request can never be judged, and why a limiter cannot be built.
 
+use crate::clock::HumanDuration;
 use core::fmt;
+use std::time::Duration;
 
 /// Why a full-form request ([`Request`](crate::Request)) can never be judged.
 ///
@@ -49,3 +51,186 @@ impl fmt::Display for RequestError {
 }
 
 impl std::error::Error for RequestError {}
+
+/// Why a limiter could not be built: every constructor and `build` that can fail says why
+/// with one of these, before anything is allocated or started.
+///
+/// ```
+/// use nanolimit::{BuildError, Gcra, KeyedLimiter};
+///
+/// let zero = KeyedLimiter::<u64, _>::new(Gcra::per_second(1)?, 0);
+/// assert_eq!(zero.err(), Some(BuildError::ZeroCapacity));
+/// let three_shards = KeyedLimiter::<u64, _>::builder(Gcra::per_second(1)?).shards(3).build();
+/// assert_eq!(three_shards.err(), Some(BuildError::ShardsNotPowerOfTwo { shards: 3 }));
+/// # Ok::<(), nanolimit::QuotaError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A limit of zero: an in-flight limiter that could never grant a permit.
+    ZeroLimit,
+    /// A limit above what the limiter keeps: a keyed sliding log's per-key limit, an in-flight
+    /// limit, a Redis sliding log's limit.
+    LimitTooLarge {
+        /// The limit asked for.
+        limit: u64,
+        /// The largest this limiter allows.
+        max: u64,
+    },
+    /// A keyed table (or a leased limiter's local one) for zero keys.
+    ZeroCapacity,
+    /// A shard count that is zero or not a power of two.
+    ShardsNotPowerOfTwo {
+        /// The shard count asked for.
+        shards: usize,
+    },
+    /// More shards than the table has buckets' worth of slots (a shard would hold less than a
+    /// bucket), or more than 2^24 (a shard is named by the top bits of the 32 hash bits that
+    /// draw a key's bucket, and at least 8 are left to draw the bucket within the shard).
+    TooManyShards {
+        /// The shard count asked for.
+        shards: usize,
+        /// The most this capacity allows.
+        max: usize,
+    },
+    /// A capacity whose table would not fit in memory addressing, would have more than 2^32
+    /// buckets (about 2.3 × 10^10 keys: placement draws a bucket from 32 hash bits), or is
+    /// above a limiter's own maximum.
+    CapacityTooLarge {
+        /// The capacity asked for.
+        capacity: usize,
+        /// The largest this limiter allows.
+        max: usize,
+    },
+    /// The allocator could not provide the limiter's memory (a table, a sliding log's records).
+    AllocationFailed {
+        /// The bytes asked for.
+        bytes: usize,
+    },
+    /// An eviction policy ([`WhenFull::EvictClosestToFresh`](crate::WhenFull)) for a keyed
+    /// in-flight limiter, whose entries with units in flight must keep their slots: use
+    /// `WhenFull::Deny` or `WhenFull::Allow`.
+    EvictionNotSupported,
+    /// A striped limiter of no stripes, or of more than the maximum.
+    StripeCount {
+        /// The stripe count asked for.
+        stripes: usize,
+        /// The most a striped limiter may have.
+        max: usize,
+    },
+    /// Lease sizes that are not a range of at least one unit (a smallest lease of zero, or
+    /// above the largest).
+    LeaseUnits {
+        /// The smallest lease asked for.
+        min_units: u64,
+        /// The largest lease asked for.
+        max_units: u64,
+    },
+    /// A largest lease above the quota's burst: the shared quota could never grant it.
+    LeaseAboveBurst {
+        /// The largest lease asked for.
+        max_units: u64,
+        /// The quota's burst.
+        burst: u64,
+    },
+    /// A largest lease above what the lease's word holds.
+    LeaseTooLarge {
+        /// The largest lease asked for.
+        max_units: u64,
+        /// The most the word holds.
+        max: u64,
+    },
+    /// A lease lifetime outside the range the lease's word can time.
+    LeaseLifetime {
+        /// The lifetime asked for.
+        lifetime: Duration,
+        /// The shortest allowed.
+        min: Duration,
+        /// The longest allowed.
+        max: Duration,
+    },
+    /// A Redis limiter's timeout of zero: every call would fall back.
+    ZeroTimeout,
+    /// A Redis limiter's epoch so late that the server's clock would read before it (seconds
+    /// since the Unix epoch were expected).
+    EpochTooLate {
+        /// The epoch asked for, in seconds since the Unix epoch.
+        epoch_unix_seconds: u64,
+    },
+    /// A Redis URL or connection configuration the client refused.
+    Connection {
+        /// The client's message.
+        message: String,
+    },
+    /// Background refills asked for outside a tokio runtime: build within one, or turn them
+    /// off.
+    NoRuntime,
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ZeroLimit => f.write_str("a limit of zero: nothing could ever pass"),
+            BuildError::LimitTooLarge { limit, max } => {
+                write!(f, "a limit of {limit} is above this limiter's maximum of {max}")
+            }
+            BuildError::ZeroCapacity => f.write_str("a keyed table's capacity is zero"),
+            BuildError::ShardsNotPowerOfTwo { shards } => {
+                write!(f, "a keyed table's shard count {shards} is not a power of two")
+            }
+            BuildError::TooManyShards { shards, max } => write!(
+                f,
+                "a keyed table's shard count {shards} is above the {max} this capacity allows"
+            ),
+            BuildError::CapacityTooLarge { capacity, max } => write!(
+                f,
+                "a capacity of {capacity} keys is above the maximum of {max} (or cannot be addressed)"
+            ),
+            BuildError::AllocationFailed { bytes } => {
+                write!(f, "could not allocate {bytes} bytes for the limiter")
+            }
+            BuildError::EvictionNotSupported => f.write_str(
+                "a keyed in-flight limiter cannot evict entries with units in flight: \
+                 use WhenFull::Deny or WhenFull::Allow",
+            ),
+            BuildError::StripeCount { stripes, max } => {
+                write!(f, "a striped limiter needs 1 to {max} stripes, not {stripes}")
+            }
+            BuildError::LeaseUnits {
+                min_units,
+                max_units,
+            } => write!(
+                f,
+                "lease sizes {min_units}..={max_units} are not a range of at least one unit"
+            ),
+            BuildError::LeaseAboveBurst { max_units, burst } => write!(
+                f,
+                "a lease of {max_units} units exceeds the quota's burst of {burst}: it could never be granted"
+            ),
+            BuildError::LeaseTooLarge { max_units, max } => write!(
+                f,
+                "a lease of {max_units} units exceeds the {max} a lease holds"
+            ),
+            BuildError::LeaseLifetime { lifetime, min, max } => write!(
+                f,
+                "a lease lifetime of {} is outside {} to {}",
+                HumanDuration(*lifetime),
+                HumanDuration(*min),
+                HumanDuration(*max)
+            ),
+            BuildError::ZeroTimeout => {
+                f.write_str("a Redis limiter's timeout is zero: every call would fall back")
+            }
+            BuildError::EpochTooLate { epoch_unix_seconds } => write!(
+                f,
+                "an epoch of {epoch_unix_seconds} Unix seconds is too late (seconds, not milliseconds?)"
+            ),
+            BuildError::Connection { message } => write!(f, "Redis connection: {message}"),
+            BuildError::NoRuntime => f.write_str(
+                "background refills need a tokio runtime: build within one, or turn them off",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}

@@ -21,7 +21,7 @@
 //! 1. *The key's entry keeps its slot while any of its units are in flight.* A table reassigns
 //!    a slot only by reclaiming an entry equivalent to fresh, or by evicting one. Here fresh
 //!    means nothing in flight, and a [`WhenFull::EvictClosestToFresh`] limiter cannot be built
-//!    ([`KeyedInFlightError::EvictionNotSupported`]). A reclaim judges a word fresh and then
+//!    ([`BuildError::EvictionNotSupported`]). A reclaim judges a word fresh and then
 //!    claims the slot with a compare-and-swap *from that word*; an acquire that landed in
 //!    between changed the word, so the claim fails and the inserter judges the slot again.
 //! 2. *So the release's lookup finds the permit's own entry*, with at least the permit's units
@@ -43,21 +43,23 @@
 //! With [`Hashed`] keys (the default) the table identifies a key by its 64-bit hash: two keys
 //! whose hashes are equal share one entry, so one limit of units in flight, as they share one
 //! state in a keyed rate limiter (see the [`keyed`](crate::keyed) module's "Key identity and
-//! collisions"). Use [`Exact`] keys where that must never happen.
+//! collisions"). Use [`Exact`](crate::Exact) keys where that must never happen.
 //!
 //! [`WhenFull::EvictClosestToFresh`]: crate::WhenFull::EvictClosestToFresh
-//! [`KeyedInFlightError::EvictionNotSupported`]: super::KeyedInFlightError::EvictionNotSupported
+//! [`BuildError::EvictionNotSupported`]: crate::BuildError::EvictionNotSupported
 
-use super::keyed_error::{KeyedInFlightError, KeyedTryAcquireError};
+use super::keyed_error::KeyedTryAcquireError;
 use super::keyed_permit::KeyedPermit;
 use super::{AboveLimit, Busy};
+use crate::clock::{Clock, QuantaClock};
 use crate::engine::decision::Outcome;
+use crate::engine::error::BuildError;
 use crate::engine::operation::{Consume, Release};
 use crate::engine::stats::Stats;
+use crate::limiter::counters::NoCounters;
+use crate::limiter::keyed_builder::KeyedBuilder;
 use crate::quota::Concurrency;
-use crate::store::table::{
-    Exact, Hashed, KeyIdentity, KeyMarker, KeyMode, Located, SlotOps, Table, TableOptions, WhenFull,
-};
+use crate::store::table::{Hashed, KeyIdentity, KeyMode, Located, SlotOps, Table, WhenFull};
 use core::fmt;
 use core::hash::Hash;
 use core::marker::PhantomData;
@@ -86,7 +88,7 @@ pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 ///   nowhere: while the table stays full such a key has no limit, which is what failing open
 ///   means).
 /// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
-///   hashes share one entry and one limit, as in [`KeyedLimiter`](crate::KeyedLimiter); [`Exact`] keys never do.
+///   hashes share one entry and one limit, as in [`KeyedLimiter`](crate::KeyedLimiter); [`Exact`](crate::Exact) keys never do.
 /// - **No retry-after**, as the direct limiter: [`Busy`] reports the limit, the key's units in
 ///   flight, what remains and what was requested.
 ///
@@ -129,29 +131,26 @@ impl<K: Hash + ?Sized> KeyedInFlightLimiter<K, Hashed> {
     /// [`MAX_KEYED_IN_FLIGHT`], or a table that cannot be built.
     ///
     /// ```
-    /// use nanolimit::inflight::{KeyedInFlightError, KeyedInFlightLimiter};
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    /// use nanolimit::BuildError;
     ///
     /// let limiter = KeyedInFlightLimiter::<u64>::new(8, 10_000)?;
     /// assert_eq!(limiter.limit(), 8);
     /// assert_eq!(
     ///     KeyedInFlightLimiter::<u64>::new(0, 10_000).unwrap_err(),
-    ///     KeyedInFlightError::ZeroLimit
+    ///     BuildError::ZeroLimit
     /// );
-    /// # Ok::<(), KeyedInFlightError>(())
+    /// # Ok::<(), BuildError>(())
     /// ```
-    pub fn new(max_in_flight: u64, capacity: usize) -> Result<Self, KeyedInFlightError> {
+    pub fn new(max_in_flight: u64, capacity: usize) -> Result<Self, BuildError> {
         Self::builder(max_in_flight).capacity(capacity).build()
     }
 
     /// A builder for a limiter of `max_in_flight` units per key, with the default capacity
     /// (65,536 keys) and shards, [`WhenFull::Deny`] and [`Hashed`] keys.
-    /// The limit is checked by [`build`](KeyedInFlightLimiterBuilder::build).
-    pub fn builder(max_in_flight: u64) -> KeyedInFlightLimiterBuilder<K, Hashed> {
-        KeyedInFlightLimiterBuilder {
-            limit: max_in_flight,
-            table: TableOptions::default(),
-            marker: PhantomData,
-        }
+    /// The limit is checked by [`build`](KeyedBuilder::build).
+    pub fn builder(max_in_flight: u64) -> KeyedBuilder<K, Concurrency, QuantaClock, Hashed> {
+        KeyedBuilder::with_defaults(Concurrency::new(max_in_flight), QuantaClock::new())
     }
 }
 
@@ -274,7 +273,7 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     }
 
     /// Bytes per key of capacity, all overhead included, rounded to the nearest byte (the
-    /// keyed rate limiters' figures: 25.5 for [`Hashed`] keys, 31.25 for [`Exact`] ones).
+    /// keyed rate limiters' figures: 25.5 for [`Hashed`] keys, 31.25 for [`Exact`](crate::Exact) ones).
     pub fn bytes_per_key(&self) -> usize {
         (self.memory_bytes() + self.capacity() / 2) / self.capacity()
     }
@@ -352,117 +351,47 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     }
 }
 
-/// Builds a [`KeyedInFlightLimiter`]: limit, capacity, shards, full-table policy, hash seed and
-/// key mode (no clock: a concurrency limit has no time).
-///
-/// ```
-/// use nanolimit::inflight::KeyedInFlightLimiter;
-/// use nanolimit::WhenFull;
-///
-/// let limiter = KeyedInFlightLimiter::<str>::builder(16)
-///     .capacity(50_000)
-///     .shards(8)
-///     .when_full(WhenFull::Allow)
-///     .build()?;
-/// assert_eq!((limiter.limit(), limiter.shards()), (16, 8));
-/// # Ok::<(), nanolimit::inflight::KeyedInFlightError>(())
-/// ```
-#[derive(Debug)]
-#[must_use = "a builder does nothing until built"]
-pub struct KeyedInFlightLimiterBuilder<K: ?Sized, M> {
-    limit: u64,
-    /// The table's options, checked and applied by [`build`](Self::build).
-    table: TableOptions,
-    marker: KeyMarker<K, M>,
-}
-
-impl<K: ?Sized, M> KeyedInFlightLimiterBuilder<K, M> {
-    /// How many live keys (keys with units in flight) the table is sized for (see
-    /// [`KeyedLimiterBuilder::capacity`](crate::KeyedLimiterBuilder::capacity)).
-    pub fn capacity(mut self, capacity: usize) -> Self {
-        self.table.capacity = capacity;
-        self
-    }
-
-    /// The number of shards, a power of two (see
-    /// [`KeyedLimiterBuilder::shards`](crate::KeyedLimiterBuilder::shards)).
-    pub fn shards(mut self, shards: usize) -> Self {
-        self.table.shards = Some(shards);
-        self
-    }
-
-    /// What to do with a new key when every slot it may use holds a key with units in flight:
-    /// [`WhenFull::Deny`] (the default) or [`WhenFull::Allow`];
-    /// [`WhenFull::EvictClosestToFresh`] makes [`build`](Self::build) fail.
+/// A keyed in-flight limiter is built by the keyed limiters' one builder, [`KeyedBuilder`]
+/// ([`KeyedInFlightLimiter::builder`]), whose clock it does not read (a concurrency limit has no
+/// time).
+impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedBuilder<K, Concurrency, C, M, NoCounters> {
+    /// Checks the limit and the full-table policy (no eviction: an entry with units in flight
+    /// keeps its slot), then allocates the table, or says why not.
     ///
     /// ```
-    /// use nanolimit::inflight::{KeyedInFlightError, KeyedInFlightLimiter};
-    /// use nanolimit::WhenFull;
-    ///
-    /// let evicting = KeyedInFlightLimiter::<u64>::builder(4)
-    ///     .when_full(WhenFull::EvictClosestToFresh)
-    ///     .build();
-    /// assert_eq!(evicting.unwrap_err(), KeyedInFlightError::EvictionNotSupported);
-    /// ```
-    pub fn when_full(mut self, when_full: WhenFull) -> Self {
-        self.table.when_full = when_full;
-        self
-    }
-
-    /// Fixes the hash seed, for reproducible placement in tests (see
-    /// [`KeyedLimiterBuilder::seed`](crate::KeyedLimiterBuilder::seed): not in production).
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.table.seed = Some(seed);
-        self
-    }
-
-    /// How keys are stored: [`Hashed`] (the default) or [`Exact`].
-    pub fn key_mode<M2>(self) -> KeyedInFlightLimiterBuilder<K, M2> {
-        KeyedInFlightLimiterBuilder {
-            limit: self.limit,
-            table: self.table,
-            marker: PhantomData,
-        }
-    }
-
-    /// Shorthand for [`key_mode::<Exact>()`](Self::key_mode): integer keys up to 128 bits,
-    /// stored exactly.
-    pub fn exact_keys(self) -> KeyedInFlightLimiterBuilder<K, Exact> {
-        self.key_mode::<Exact>()
-    }
-
-    /// Checks the limit and the policy, then allocates the table (see
-    /// [`KeyedLimiterBuilder::build`](crate::KeyedLimiterBuilder::build)), or says why not.
-    ///
-    /// ```
-    /// use nanolimit::inflight::{KeyedInFlightError, KeyedInFlightLimiter, MAX_KEYED_IN_FLIGHT};
-    /// use nanolimit::TableError;
+    /// use nanolimit::inflight::{KeyedInFlightLimiter, MAX_KEYED_IN_FLIGHT};
+    /// use nanolimit::{BuildError, WhenFull};
     ///
     /// let too_many = KeyedInFlightLimiter::<u64>::builder(MAX_KEYED_IN_FLIGHT + 1).build();
     /// assert_eq!(
     ///     too_many.unwrap_err(),
-    ///     KeyedInFlightError::LimitAboveMaximum { limit: MAX_KEYED_IN_FLIGHT + 1 }
+    ///     BuildError::LimitTooLarge { limit: MAX_KEYED_IN_FLIGHT + 1, max: MAX_KEYED_IN_FLIGHT }
     /// );
     /// let no_keys = KeyedInFlightLimiter::<u64>::builder(1).capacity(0).build();
-    /// assert_eq!(no_keys.unwrap_err(), KeyedInFlightError::Table(TableError::ZeroCapacity));
+    /// assert_eq!(no_keys.unwrap_err(), BuildError::ZeroCapacity);
+    /// let evicting = KeyedInFlightLimiter::<u64>::builder(4)
+    ///     .when_full(WhenFull::EvictClosestToFresh)
+    ///     .build();
+    /// assert_eq!(evicting.unwrap_err(), BuildError::EvictionNotSupported);
     /// ```
-    pub fn build(self) -> Result<KeyedInFlightLimiter<K, M>, KeyedInFlightError>
-    where
-        K: Hash,
-        M: KeyMode<K>,
-    {
-        if self.limit == 0 {
-            return Err(KeyedInFlightError::ZeroLimit);
+    pub fn build(self) -> Result<KeyedInFlightLimiter<K, M>, BuildError> {
+        let (quota, options, _clock, NoCounters) = self.into_parts();
+        let limit = quota.limit();
+        if limit == 0 {
+            return Err(BuildError::ZeroLimit);
         }
-        if self.limit > MAX_KEYED_IN_FLIGHT {
-            return Err(KeyedInFlightError::LimitAboveMaximum { limit: self.limit });
+        if limit > MAX_KEYED_IN_FLIGHT {
+            return Err(BuildError::LimitTooLarge {
+                limit,
+                max: MAX_KEYED_IN_FLIGHT,
+            });
         }
-        if self.table.when_full == WhenFull::EvictClosestToFresh {
-            return Err(KeyedInFlightError::EvictionNotSupported);
+        if options.when_full == WhenFull::EvictClosestToFresh {
+            return Err(BuildError::EvictionNotSupported);
         }
         Ok(KeyedInFlightLimiter {
-            table: Table::new(&self.table)?,
-            quota: Concurrency::new(self.limit),
+            table: Table::new(&options)?,
+            quota,
             key: PhantomData,
         })
     }

@@ -1,72 +1,7 @@
-//! What a keyed in-flight limiter answers when it cannot be built, or cannot grant a permit.
+//! What a keyed in-flight limiter answers when it cannot grant a permit.
 
-use super::keyed::MAX_KEYED_IN_FLIGHT;
 use super::{AboveLimit, Busy};
-use crate::store::table::TableError;
 use core::fmt;
-
-/// Why a [`KeyedInFlightLimiter`](super::KeyedInFlightLimiter) could not be built.
-///
-/// ```
-/// use nanolimit::inflight::{KeyedInFlightError, KeyedInFlightLimiter};
-///
-/// assert_eq!(
-///     KeyedInFlightLimiter::<u64>::new(0, 100).unwrap_err(),
-///     KeyedInFlightError::ZeroLimit
-/// );
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum KeyedInFlightError {
-    /// A limit of zero would admit nothing, ever.
-    ZeroLimit,
-    /// The limit asked for is above [`MAX_KEYED_IN_FLIGHT`].
-    LimitAboveMaximum {
-        /// The limit asked for.
-        limit: u64,
-    },
-    /// [`WhenFull::EvictClosestToFresh`](crate::WhenFull::EvictClosestToFresh): an entry with
-    /// units in flight stands for running work, and evicting it would lose track of that work
-    /// (its permits would have nowhere to release). Use [`WhenFull::Deny`](crate::WhenFull::Deny)
-    /// or [`WhenFull::Allow`](crate::WhenFull::Allow), and size the table for the keys that can
-    /// have work in flight at once.
-    EvictionNotSupported,
-    /// The table could not be built.
-    Table(TableError),
-}
-
-impl fmt::Display for KeyedInFlightError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KeyedInFlightError::ZeroLimit => write!(f, "an in-flight limit must be at least 1"),
-            KeyedInFlightError::LimitAboveMaximum { limit } => write!(
-                f,
-                "a keyed in-flight limit of {limit} is above the maximum, {MAX_KEYED_IN_FLIGHT}"
-            ),
-            KeyedInFlightError::EvictionNotSupported => write!(
-                f,
-                "a keyed in-flight limiter cannot evict entries with units in flight: \
-                 use WhenFull::Deny or WhenFull::Allow"
-            ),
-            KeyedInFlightError::Table(table) => table.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for KeyedInFlightError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            KeyedInFlightError::Table(table) => Some(table),
-            _ => None,
-        }
-    }
-}
-
-impl From<TableError> for KeyedInFlightError {
-    fn from(table: TableError) -> Self {
-        KeyedInFlightError::Table(table)
-    }
-}
 
 /// Why a keyed [`try_acquire`](super::KeyedInFlightLimiter::try_acquire) or
 /// [`try_acquire_many`](super::KeyedInFlightLimiter::try_acquire_many) gave no permit.

@@ -105,8 +105,8 @@ mod word;
 pub use error::{AboveLimit, Busy, InFlightError, TryAcquireError};
 #[cfg(feature = "tokio")]
 pub use future::Acquire;
-pub use keyed::{KeyedInFlightLimiter, KeyedInFlightLimiterBuilder, MAX_KEYED_IN_FLIGHT};
-pub use keyed_error::{KeyedInFlightError, KeyedTryAcquireError};
+pub use keyed::{KeyedInFlightLimiter, MAX_KEYED_IN_FLIGHT};
+pub use keyed_error::KeyedTryAcquireError;
 pub use keyed_permit::KeyedPermit;
 pub use permit::Permit;
 pub use word::MAX_IN_FLIGHT;

@@ -60,8 +60,8 @@ use crate::store::table::{Located, SlotOps, Table};
 use core::fmt;
 use core::marker::PhantomData;
 
-pub use super::keyed_builder::KeyedLimiterBuilder;
-pub use crate::store::table::{Exact, ExactKey, Hashed, KeyMode, TableError, WhenFull};
+pub use super::keyed_builder::KeyedBuilder;
+pub use crate::store::table::{Exact, ExactKey, Hashed, KeyMode, WhenFull};
 
 /// A rate limiter with one state per key: client IPs, user ids, API keys, flow tuples.
 ///
@@ -105,7 +105,7 @@ pub struct KeyedLimiter<
 > {
     /// The table, the quota, the clock and the counters
     /// ([`Counters`](crate::counters::Counters), if built
-    /// [`with_counters`](KeyedLimiterBuilder::with_counters), or nothing).
+    /// [`with_counters`](KeyedBuilder::with_counters), or nothing).
     pub(crate) core: Core<Q, Table<M::Slot>, C, N>,
     key: PhantomData<fn(&K)>,
 }
@@ -371,7 +371,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
 
     /// What this limiter counted ([`Stats`]): its table's occupancy and slow-path events, and
     /// its checks, allowed and denied, in calls and units, for a limiter built
-    /// [`with_counters`](KeyedLimiterBuilder::with_counters) (zero otherwise; a refused new key
+    /// [`with_counters`](KeyedBuilder::with_counters) (zero otherwise; a refused new key
     /// counts as denied). Scans the whole table (for [`entries`](Stats::entries)): for
     /// monitoring, not for the hot path. Exact once the checking threads are joined.
     ///

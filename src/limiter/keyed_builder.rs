@@ -5,14 +5,21 @@ use super::core::Core;
 use super::counters::{Counters, Counting, NoCounters};
 use super::keyed::KeyedLimiter;
 use crate::clock::{Clock, QuantaClock};
+use crate::engine::error::BuildError;
 use crate::quota::Quota;
 use crate::store::table::{
-    Exact, Hashed, KeyMarker, KeyMode, Table, TableError, TableOptions, WhenFull, DEFAULT_CAPACITY,
+    Exact, Hashed, KeyMarker, KeyMode, Table, TableOptions, WhenFull, DEFAULT_CAPACITY,
 };
 use core::hash::Hash;
 use core::marker::PhantomData;
 
-/// Builds a [`KeyedLimiter`]: capacity, shards, full-table policy, clock, hash seed and key mode.
+/// Builds a keyed limiter: a [`KeyedLimiter`] ([`KeyedLimiter::builder`]), a keyed sliding log
+/// ([`KeyedSlidingLogLimiter::builder`](crate::sliding_log::KeyedSlidingLogLimiter::builder)) or
+/// a keyed in-flight limiter
+/// ([`KeyedInFlightLimiter::builder`](crate::inflight::KeyedInFlightLimiter::builder)): the one
+/// set of table options every keyed kind shares (capacity, shards, full-table policy, hash
+/// seed, key mode), the clock, and counters (rate limiters only). `Q` is what each key is
+/// limited by.
 ///
 /// ```
 /// use nanolimit::{KeyedLimiter, SlidingWindow, WhenFull};
@@ -27,7 +34,7 @@ use core::marker::PhantomData;
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until built"]
-pub struct KeyedLimiterBuilder<K: ?Sized, Q, C, M, N = NoCounters> {
+pub struct KeyedBuilder<K: ?Sized, Q, C, M, N = NoCounters> {
     /// What is built on the table: the quota (or the in-flight limit).
     pub(crate) quota: Q,
     pub(crate) table: TableOptions,
@@ -50,22 +57,21 @@ impl<K: Hash + ?Sized, Q: Quota> KeyedLimiter<K, Q, QuantaClock, Hashed> {
     /// assert!(limiter.check(&"10.0.0.1").is_allowed());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(quota: Q, capacity: usize) -> Result<Self, TableError> {
+    pub fn new(quota: Q, capacity: usize) -> Result<Self, BuildError> {
         Self::builder(quota).capacity(capacity).build()
     }
 
     /// A builder with the default capacity, shards, clock, [`WhenFull::Deny`] and [`Hashed`]
     /// keys.
-    pub fn builder(quota: Q) -> KeyedLimiterBuilder<K, Q, QuantaClock, Hashed> {
-        KeyedLimiterBuilder::with_defaults(quota, QuantaClock::new())
+    pub fn builder(quota: Q) -> KeyedBuilder<K, Q, QuantaClock, Hashed> {
+        KeyedBuilder::with_defaults(quota, QuantaClock::new())
     }
 }
 
-impl<K: ?Sized, Q: Quota, C: Clock> KeyedLimiterBuilder<K, Q, C, Hashed> {
-    /// The defaults of [`KeyedLimiter::builder`] on `clock`: for limiters built on the table
-    /// (the keyed in-flight limiter), whose keys need not be `Hash` until they pick a mode.
+impl<K: ?Sized, Q, C: Clock> KeyedBuilder<K, Q, C, Hashed> {
+    /// The defaults of every keyed kind's `builder`, limiting keys by `quota`, on `clock`.
     pub(crate) fn with_defaults(quota: Q, clock: C) -> Self {
-        KeyedLimiterBuilder {
+        KeyedBuilder {
             quota,
             table: TableOptions::default(),
             clock,
@@ -75,7 +81,7 @@ impl<K: ?Sized, Q: Quota, C: Clock> KeyedLimiterBuilder<K, Q, C, Hashed> {
     }
 }
 
-impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C, M, N> {
+impl<K: ?Sized, Q, C: Clock, M, N: Counting> KeyedBuilder<K, Q, C, M, N> {
     /// How many live keys the table is sized for ([sizing](crate::keyed#sizing) says when the first
     /// new key may be refused). It allocates a half ([`Hashed`]) or a quarter ([`Exact`]) more
     /// slots as headroom (see [`KeyedLimiter::slots`]), once, at [`build`](Self::build); memory
@@ -86,7 +92,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C,
     }
 
     /// The number of shards, a power of two, at most one per bucket (8 slots) of the table
-    /// and at most 2^24 ([`TableError::TooManyShards`]). Default: the smallest power of two at
+    /// and at most 2^24 ([`BuildError::TooManyShards`]). Default: the smallest power of two at
     /// or above 4 × the available parallelism, reduced so that every shard holds at least
     /// 2,048 keys of capacity (which keeps shard overhead and rounding below 1 % of the table,
     /// so bytes per key barely depend on the machine's core count).
@@ -125,8 +131,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C,
     /// assert_eq!(limiter.stats().calls(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_counters(self) -> KeyedLimiterBuilder<K, Q, C, M, Counters> {
-        KeyedLimiterBuilder {
+    pub fn with_counters(self) -> KeyedBuilder<K, Q, C, M, Counters> {
+        KeyedBuilder {
             quota: self.quota,
             table: self.table,
             clock: self.clock,
@@ -136,8 +142,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C,
     }
 
     /// The clock to read.
-    pub fn clock<C2: Clock>(self, clock: C2) -> KeyedLimiterBuilder<K, Q, C2, M, N> {
-        KeyedLimiterBuilder {
+    pub fn clock<C2: Clock>(self, clock: C2) -> KeyedBuilder<K, Q, C2, M, N> {
+        KeyedBuilder {
             quota: self.quota,
             table: self.table,
             clock,
@@ -157,8 +163,8 @@ impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C,
     /// assert_eq!(limiter.bytes_per_key(), 31);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn key_mode<M2>(self) -> KeyedLimiterBuilder<K, Q, C, M2, N> {
-        KeyedLimiterBuilder {
+    pub fn key_mode<M2>(self) -> KeyedBuilder<K, Q, C, M2, N> {
+        KeyedBuilder {
             quota: self.quota,
             table: self.table,
             clock: self.clock,
@@ -169,18 +175,22 @@ impl<K: ?Sized, Q: Quota, C: Clock, M, N: Counting> KeyedLimiterBuilder<K, Q, C,
 
     /// Shorthand for [`key_mode::<Exact>()`](Self::key_mode): integer keys up to 128 bits,
     /// stored exactly.
-    pub fn exact_keys(self) -> KeyedLimiterBuilder<K, Q, C, Exact, N> {
+    pub fn exact_keys(self) -> KeyedBuilder<K, Q, C, Exact, N> {
         self.key_mode::<Exact>()
     }
 
+    /// The table's options and the clock, to build the kind this builder is for.
+    pub(crate) fn into_parts(self) -> (Q, TableOptions, C, N) {
+        (self.quota, self.table, self.clock, self.counters)
+    }
+}
+
+impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedBuilder<K, Q, C, M, N> {
     /// Allocates the table (and writes every slot's marker, so its memory is resident from
     /// here on), or says why it cannot, including an allocation the system refuses. On a system
     /// that overcommits memory, a table larger than the memory actually available can be
     /// granted and then fail as it is written: size tables for the machine.
-    pub fn build(self) -> Result<KeyedLimiter<K, Q, C, M, N>, TableError>
-    where
-        M: KeyMode<K>,
-    {
+    pub fn build(self) -> Result<KeyedLimiter<K, Q, C, M, N>, BuildError> {
         let table = Table::new(&self.table)?;
         let core = Core::new(table, self.quota, self.clock, self.counters);
         Ok(KeyedLimiter::from_core(core))

@@ -8,6 +8,7 @@ pub(crate) mod direct;
 pub mod keyed;
 pub(crate) mod keyed_builder;
 pub(crate) mod leaky_bucket;
+pub(crate) mod lease;
 pub(crate) mod rate_limit;
 #[cfg(feature = "tokio")]
 pub(crate) mod ready;

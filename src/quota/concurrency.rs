@@ -66,7 +66,7 @@ const _: () = assert!(MAX_KEYED_IN_FLIGHT == IN_FLIGHT_MASK - 2);
 
 /// At most `limit` units in flight per key (see the [module](self) documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Concurrency {
+pub struct Concurrency {
     limit: u64,
 }
 

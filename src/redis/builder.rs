@@ -6,9 +6,9 @@ use super::quota::RedisQuota;
 use super::sliding_log::{RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT};
 use super::stats::Counters;
 use super::store::Store;
+use crate::engine::error::BuildError;
 use crate::sliding_log::SlidingLog;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use core::fmt;
 use std::time::Duration;
 
 /// The default epoch: 2025-01-01T00:00:00Z, in seconds of the Unix clock. Times are counted in
@@ -104,24 +104,23 @@ impl<Q> RedisLimiterBuilder<Q> {
     }
 
     /// The connection to `url`: lazy, reconnecting (see [`build`](Self::build)).
-    fn connect(&self, url: &str) -> Result<ConnectionManager, RedisConfigError> {
-        let client = ::redis::Client::open(url).map_err(RedisConfigError::Connection)?;
+    fn connect(&self, url: &str) -> Result<ConnectionManager, BuildError> {
+        let client = ::redis::Client::open(url).map_err(connection_error)?;
         // Reconnection: quick first retries, then at most one attempt a second; the limiter's
         // own timeout bounds every call whatever the manager is doing.
         let config = ConnectionManagerConfig::new()
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_secs(1))
             .set_connection_timeout(Some(self.timeout.max(Duration::from_millis(100))));
-        ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(RedisConfigError::Connection)
+        ConnectionManager::new_lazy_with_config(client, config).map_err(connection_error)
     }
 
-    fn check(&self) -> Result<(), RedisConfigError> {
+    fn check(&self) -> Result<(), BuildError> {
         if self.timeout.is_zero() {
-            return Err(RedisConfigError::ZeroTimeout);
+            return Err(BuildError::ZeroTimeout);
         }
         if self.epoch_unix_seconds > MAX_EPOCH_UNIX_SECONDS {
-            return Err(RedisConfigError::EpochTooLate {
+            return Err(BuildError::EpochTooLate {
                 epoch_unix_seconds: self.epoch_unix_seconds,
             });
         }
@@ -147,17 +146,14 @@ impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
     /// A limiter on the server at `url` (`redis://host:port/db`), through a
     /// [`ConnectionManager`] that connects on the first call and reconnects after failures.
     /// Must be called within a tokio runtime. Fails only on a malformed URL or configuration.
-    pub fn build(self, url: &str) -> Result<RedisLimiter<Q>, RedisConfigError> {
+    pub fn build(self, url: &str) -> Result<RedisLimiter<Q>, BuildError> {
         self.check()?;
         let connection = self.connect(url)?;
         Ok(self.limiter(connection))
     }
 
     /// A limiter on a connection the caller made (to share one among several limiters).
-    pub fn build_on(
-        self,
-        connection: ConnectionManager,
-    ) -> Result<RedisLimiter<Q>, RedisConfigError> {
+    pub fn build_on(self, connection: ConnectionManager) -> Result<RedisLimiter<Q>, BuildError> {
         self.check()?;
         Ok(self.limiter(connection))
     }
@@ -171,8 +167,8 @@ impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
 impl RedisLimiterBuilder<SlidingLog> {
     /// A sliding log on the server at `url`, connected as [`RedisLimiter`]s are (see the
     /// other [`build`](RedisLimiterBuilder::build)). Fails also for a limit above
-    /// [`MAX_SLIDING_LOG_LIMIT`] ([`RedisConfigError::LimitTooLarge`]).
-    pub fn build(self, url: &str) -> Result<RedisSlidingLogLimiter, RedisConfigError> {
+    /// [`MAX_SLIDING_LOG_LIMIT`] ([`BuildError::LimitTooLarge`]).
+    pub fn build(self, url: &str) -> Result<RedisSlidingLogLimiter, BuildError> {
         self.check_log()?;
         let connection = self.connect(url)?;
         Ok(self.log(connection))
@@ -182,15 +178,15 @@ impl RedisLimiterBuilder<SlidingLog> {
     pub fn build_on(
         self,
         connection: ConnectionManager,
-    ) -> Result<RedisSlidingLogLimiter, RedisConfigError> {
+    ) -> Result<RedisSlidingLogLimiter, BuildError> {
         self.check_log()?;
         Ok(self.log(connection))
     }
 
-    fn check_log(&self) -> Result<(), RedisConfigError> {
+    fn check_log(&self) -> Result<(), BuildError> {
         self.check()?;
         if self.quota.limit() > MAX_SLIDING_LOG_LIMIT {
-            return Err(RedisConfigError::LimitTooLarge {
+            return Err(BuildError::LimitTooLarge {
                 limit: self.quota.limit(),
                 max: MAX_SLIDING_LOG_LIMIT,
             });
@@ -204,66 +200,8 @@ impl RedisLimiterBuilder<SlidingLog> {
     }
 }
 
-/// Why a [`RedisLimiter`] or a [`RedisSlidingLogLimiter`] could not be built.
-///
-/// ```
-/// use nanolimit::redis::{RedisConfigError, RedisLimiter};
-/// use nanolimit::Gcra;
-/// use std::time::Duration;
-///
-/// let zero = RedisLimiter::builder(Gcra::per_second(1)?)
-///     .timeout(Duration::ZERO)
-///     .build("redis://127.0.0.1:6379");
-/// assert!(matches!(zero, Err(RedisConfigError::ZeroTimeout)));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum RedisConfigError {
-    /// A zero timeout: every call would fall back.
-    ZeroTimeout,
-    /// An epoch past the year 36812 (most likely not seconds).
-    EpochTooLate {
-        /// The epoch asked for.
-        epoch_unix_seconds: u64,
-    },
-    /// The URL or the connection's configuration was refused by the `redis` crate.
-    Connection(::redis::RedisError),
-    /// A sliding log's limit above [`MAX_SLIDING_LOG_LIMIT`]: Redis would hold that many
-    /// members per key.
-    LimitTooLarge {
-        /// The quota's limit.
-        limit: u64,
-        /// The largest a Redis sliding log accepts.
-        max: u64,
-    },
-}
-
-impl fmt::Display for RedisConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RedisConfigError::ZeroTimeout => {
-                f.write_str("the Redis limiter's timeout is zero: every call would fall back")
-            }
-            RedisConfigError::EpochTooLate { epoch_unix_seconds } => write!(
-                f,
-                "epoch of {epoch_unix_seconds} Unix seconds is too late (not seconds?)"
-            ),
-            RedisConfigError::Connection(error) => write!(f, "Redis connection: {error}"),
-            RedisConfigError::LimitTooLarge { limit, max } => write!(
-                f,
-                "a Redis sliding log of {limit} units per window is above the most, {max}: \
-                 Redis would keep one member per unit"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RedisConfigError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RedisConfigError::Connection(error) => Some(error),
-            _ => None,
-        }
+fn connection_error(error: ::redis::RedisError) -> BuildError {
+    BuildError::Connection {
+        message: error.to_string(),
     }
 }

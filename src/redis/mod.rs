@@ -69,17 +69,11 @@ mod sliding_log;
 mod stats;
 mod store;
 
-pub use builder::{
-    RedisConfigError, RedisLimiterBuilder, DEFAULT_EPOCH_UNIX_SECONDS, DEFAULT_TIMEOUT,
-};
+pub use builder::{RedisLimiterBuilder, DEFAULT_EPOCH_UNIX_SECONDS, DEFAULT_TIMEOUT};
 #[cfg(nanolimit_loom)]
 #[doc(hidden)]
 pub use leased::loom_hooks;
-pub use leased::{
-    LeaseConfigError, LeasedRedisLimiter, LeasedRedisLimiterBuilder,
-    DEFAULT_CAPACITY as DEFAULT_LEASED_CAPACITY, DEFAULT_LEASE_LIFETIME, DEFAULT_MAX_LEASE_UNITS,
-    MAX_LEASE_LIFETIME, MAX_LEASE_UNITS, MIN_LEASE_LIFETIME,
-};
+pub use leased::{LeasedRedisLimiter, LeasedRedisLimiterBuilder};
 pub use limiter::RedisLimiter;
 pub use policy::FailurePolicy;
 pub use quota::RedisQuota;

@@ -102,7 +102,8 @@ impl RedisSlidingLogLimiter {
     /// builder: prefix, timeout, failure policy, epoch).
     ///
     /// ```
-    /// use nanolimit::redis::{RedisConfigError, RedisSlidingLogLimiter};
+    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::BuildError;
     /// use nanolimit::sliding_log::SlidingLog;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -113,7 +114,7 @@ impl RedisSlidingLogLimiter {
     /// assert_eq!(resets.key_name("alice"), "nanolimit:sliding-log:{alice}");
     /// let too_large = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(1_000_000)?)
     ///     .build("redis://127.0.0.1:6379");
-    /// assert!(matches!(too_large, Err(RedisConfigError::LimitTooLarge { max: 100_000, .. })));
+    /// assert!(matches!(too_large, Err(BuildError::LimitTooLarge { max: 100_000, .. })));
     /// # Ok(())
     /// # }
     /// ```

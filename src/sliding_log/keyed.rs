@@ -2,18 +2,18 @@
 //! ([`KeyedSlidingLogLimiter`]).
 
 use super::decision;
-use super::limiter::AllocationError;
 use super::ring::empty_records;
 use super::slots::{LogOutcome, Logs};
 use super::SlidingLog;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
+use crate::engine::error::BuildError;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
 use crate::engine::stats::Stats;
-use crate::store::table::{
-    Exact, Hashed, KeyMarker, KeyMode, Located, SlotOps, Table, TableError, TableOptions, WhenFull,
-};
+use crate::limiter::counters::NoCounters;
+use crate::limiter::keyed_builder::KeyedBuilder;
+use crate::store::table::{Hashed, KeyMode, Located, SlotOps, Table};
 use crate::sync::AtomicU64;
 use core::fmt;
 use core::hash::Hash;
@@ -25,60 +25,12 @@ use core::marker::PhantomData;
 /// logins per 15 minutes, 10 messages per day) need a few.
 pub const MAX_KEYED_LIMIT: u64 = 1_024;
 
-/// Why a [`KeyedSlidingLogLimiter`] could not be built.
-///
-/// ```
-/// use nanolimit::sliding_log::{KeyedSlidingLogError, KeyedSlidingLogLimiter, SlidingLog};
-///
-/// let too_large = KeyedSlidingLogLimiter::<u64>::new(SlidingLog::per_minute(5_000)?, 100);
-/// assert_eq!(
-///     too_large.unwrap_err(),
-///     KeyedSlidingLogError::LimitTooLarge { limit: 5_000, max: 1_024 }
-/// );
-/// # Ok::<(), nanolimit::QuotaError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyedSlidingLogError {
-    /// The quota's limit is above [`MAX_KEYED_LIMIT`].
-    LimitTooLarge {
-        /// The quota's limit.
-        limit: u64,
-        /// The largest a keyed log allows.
-        max: u64,
-    },
-    /// The table could not be built (a zero capacity, a bad shard count, too large).
-    Table(TableError),
-    /// The allocator could not provide the records beside the table.
-    Allocation(AllocationError),
-}
-
-impl fmt::Display for KeyedSlidingLogError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KeyedSlidingLogError::LimitTooLarge { limit, max } => write!(
-                f,
-                "a keyed sliding log allows at most {max} units per window, not {limit}"
-            ),
-            KeyedSlidingLogError::Table(error) => error.fmt(f),
-            KeyedSlidingLogError::Allocation(error) => error.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for KeyedSlidingLogError {}
-
-impl From<TableError> for KeyedSlidingLogError {
-    fn from(error: TableError) -> Self {
-        KeyedSlidingLogError::Table(error)
-    }
-}
-
 /// An exact sliding log per key: at most `L` units of each key in any window of length `W`
 /// (the rule of [`SlidingLogLimiter`](super::SlidingLogLimiter), per key), for small strict
 /// limits such as 5 login attempts per 15 minutes per account.
 ///
 /// Keys live in the bounded, sharded table of [`KeyedLimiter`](crate::KeyedLimiter) (the same sizing, key modes and
-/// [`WhenFull`] policies); every slot of the table has a ring of records beside it, so memory
+/// [`WhenFull`](crate::WhenFull) policies); every slot of the table has a ring of records beside it, so memory
 /// is about `slots × 8 × L` bytes (`L` rounded up to a power of two; see
 /// [`memory_bytes`](Self::memory_bytes)), and `L` is at most [`MAX_KEYED_LIMIT`]. A check of a
 /// key the table holds is lock-free and writes nothing when denied; a new key takes its shard's
@@ -100,12 +52,12 @@ impl From<TableError> for KeyedSlidingLogError {
 ///   for its reclaimed entries), so a stale timestamp never gets a key more than `L` in a
 ///   window. The time is per shard: readings that ran ahead of the clock (another clock's
 ///   origin) push it ahead for every new key of the shard, as far as they ran.
-/// - **Eviction** ([`WhenFull::EvictClosestToFresh`]) evicts the key whose latest unit is
+/// - **Eviction** ([`WhenFull::EvictClosestToFresh`](crate::WhenFull::EvictClosestToFresh)) evicts the key whose latest unit is
 ///   oldest, and only for a new key that the evicted log admits: the new key inherits that
 ///   log's units, and the evicted key, if it comes back, starts on another log, as in the other
 ///   keyed limiters (its units in the window are forgotten).
 /// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
-///   hashes share one log (see the [`keyed`](crate::keyed) module); [`Exact`] keys never do.
+///   hashes share one log (see the [`keyed`](crate::keyed) module); [`Exact`](crate::Exact) keys never do.
 ///
 /// How the log's protocol runs on the table's slots, and why an admission always counts in its
 /// own key's log, is in `src/keyed/log_slots.rs` (in these docs with
@@ -156,7 +108,7 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> fmt::Debug for KeyedSlidingLogLimiter<K
 
 impl<K: Hash + ?Sized> KeyedSlidingLogLimiter<K> {
     /// A limiter of `quota` per key, for up to `capacity` keys, on the default clock, with
-    /// default shards and [`WhenFull::Deny`]. Errors for a limit above [`MAX_KEYED_LIMIT`], a
+    /// default shards and [`WhenFull::Deny`](crate::WhenFull::Deny). Errors for a limit above [`MAX_KEYED_LIMIT`], a
     /// table that cannot be built, or records the allocator cannot provide.
     ///
     /// ```
@@ -166,20 +118,15 @@ impl<K: Hash + ?Sized> KeyedSlidingLogLimiter<K> {
     /// assert_eq!(limiter.quota().limit(), 10);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(quota: SlidingLog, capacity: usize) -> Result<Self, KeyedSlidingLogError> {
+    pub fn new(quota: SlidingLog, capacity: usize) -> Result<Self, BuildError> {
         Self::builder(quota).capacity(capacity).build()
     }
 
     /// A builder for a limiter of `quota` per key, with the default capacity
-    /// (65,536 keys) and shards, [`WhenFull::Deny`], [`Hashed`] keys
+    /// (65,536 keys) and shards, [`WhenFull::Deny`](crate::WhenFull::Deny), [`Hashed`] keys
     /// and the default clock.
-    pub fn builder(quota: SlidingLog) -> KeyedSlidingLogBuilder<K, QuantaClock, Hashed> {
-        KeyedSlidingLogBuilder {
-            quota,
-            table: TableOptions::default(),
-            clock: QuantaClock::new(),
-            marker: PhantomData,
-        }
+    pub fn builder(quota: SlidingLog) -> KeyedBuilder<K, SlidingLog, QuantaClock, Hashed> {
+        KeyedBuilder::with_defaults(quota, QuantaClock::new())
     }
 }
 
@@ -433,109 +380,34 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedSlidingLogLimiter<K, C, M> {
     }
 }
 
-/// The options of a [`KeyedSlidingLogLimiter`]: those of the keyed table
-/// ([`KeyedLimiterBuilder`](crate::KeyedLimiterBuilder)), applied by [`build`](Self::build).
-///
-/// ```
-/// use nanolimit::sliding_log::{KeyedSlidingLogLimiter, SlidingLog};
-/// use nanolimit::WhenFull;
-///
-/// let limiter = KeyedSlidingLogLimiter::<str>::builder(SlidingLog::per_minute(5)?)
-///     .capacity(50_000)
-///     .shards(8)
-///     .when_full(WhenFull::Allow)
-///     .build()?;
-/// assert_eq!(limiter.shards(), 8);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-#[must_use = "a builder does nothing until built"]
-pub struct KeyedSlidingLogBuilder<K: ?Sized, C, M> {
-    quota: SlidingLog,
-    table: TableOptions,
-    clock: C,
-    marker: KeyMarker<K, M>,
-}
-
-impl<K: ?Sized, C: Clock, M> KeyedSlidingLogBuilder<K, C, M> {
-    /// How many live keys the table is sized for (see
-    /// [`KeyedLimiterBuilder::capacity`](crate::KeyedLimiterBuilder::capacity)).
-    pub fn capacity(mut self, capacity: usize) -> Self {
-        self.table.capacity = capacity;
-        self
-    }
-
-    /// The number of shards, a power of two (see
-    /// [`KeyedLimiterBuilder::shards`](crate::KeyedLimiterBuilder::shards)).
-    pub fn shards(mut self, shards: usize) -> Self {
-        self.table.shards = Some(shards);
-        self
-    }
-
-    /// What to do with a new key when every slot it may use holds a key with units in the
-    /// window (see [`WhenFull`], and the limiter's notes on eviction).
-    pub fn when_full(mut self, when_full: WhenFull) -> Self {
-        self.table.when_full = when_full;
-        self
-    }
-
-    /// Fixes the hash seed, for reproducible placement in tests (see
-    /// [`KeyedLimiterBuilder::seed`](crate::KeyedLimiterBuilder::seed): not in production).
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.table.seed = Some(seed);
-        self
-    }
-
-    /// The clock to read time from.
-    pub fn clock<C2: Clock>(self, clock: C2) -> KeyedSlidingLogBuilder<K, C2, M> {
-        KeyedSlidingLogBuilder {
-            quota: self.quota,
-            table: self.table,
-            clock,
-            marker: PhantomData,
-        }
-    }
-
-    /// How keys are stored: [`Hashed`] (the default) or [`Exact`].
-    pub fn key_mode<M2>(self) -> KeyedSlidingLogBuilder<K, C, M2> {
-        KeyedSlidingLogBuilder {
-            quota: self.quota,
-            table: self.table,
-            clock: self.clock,
-            marker: PhantomData,
-        }
-    }
-
-    /// Shorthand for [`key_mode::<Exact>()`](Self::key_mode): integer keys up to 128 bits,
-    /// stored exactly.
-    pub fn exact_keys(self) -> KeyedSlidingLogBuilder<K, C, Exact> {
-        self.key_mode::<Exact>()
-    }
-
-    /// Checks the limit, then allocates the table and every slot's records, or says why not.
+/// A keyed sliding log is built by the keyed limiters' one builder, [`KeyedBuilder`]
+/// ([`KeyedSlidingLogLimiter::builder`]).
+impl<K: ?Sized, C: Clock, M: KeyMode<K>> KeyedBuilder<K, SlidingLog, C, M, NoCounters> {
+    /// Checks the limit (at most [`MAX_KEYED_LIMIT`]), then allocates the table and every
+    /// slot's records, or says why not.
     ///
     /// ```
-    /// use nanolimit::sliding_log::{KeyedSlidingLogError, KeyedSlidingLogLimiter, SlidingLog};
-    /// use nanolimit::TableError;
+    /// use nanolimit::sliding_log::{KeyedSlidingLogLimiter, SlidingLog};
+    /// use nanolimit::BuildError;
     ///
     /// let no_keys = KeyedSlidingLogLimiter::<u64>::builder(SlidingLog::per_minute(5)?)
     ///     .capacity(0)
     ///     .build();
-    /// assert_eq!(no_keys.unwrap_err(), KeyedSlidingLogError::Table(TableError::ZeroCapacity));
+    /// assert_eq!(no_keys.unwrap_err(), BuildError::ZeroCapacity);
+    /// let too_large = KeyedSlidingLogLimiter::<u64>::builder(SlidingLog::per_minute(5_000)?).build();
+    /// assert_eq!(too_large.unwrap_err(), BuildError::LimitTooLarge { limit: 5_000, max: 1_024 });
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
-    pub fn build(self) -> Result<KeyedSlidingLogLimiter<K, C, M>, KeyedSlidingLogError>
-    where
-        M: KeyMode<K>,
-    {
-        let limit = self.quota.limit();
+    pub fn build(self) -> Result<KeyedSlidingLogLimiter<K, C, M>, BuildError> {
+        let (quota, options, clock, NoCounters) = self.into_parts();
+        let limit = quota.limit();
         if limit > MAX_KEYED_LIMIT {
-            return Err(KeyedSlidingLogError::LimitTooLarge {
+            return Err(BuildError::LimitTooLarge {
                 limit,
                 max: MAX_KEYED_LIMIT,
             });
         }
-        let table = Table::<M::Slot>::new(&self.table)?;
+        let table = Table::<M::Slot>::new(&options)?;
         // At most 1,024: a power of two that fits.
         let records_per_slot = (limit as usize).next_power_of_two();
         let count = table.slot_count().checked_mul(records_per_slot);
@@ -544,11 +416,11 @@ impl<K: ?Sized, C: Clock, M> KeyedSlidingLogBuilder<K, C, M> {
             .unwrap_or(usize::MAX);
         let records = count
             .and_then(empty_records)
-            .ok_or(KeyedSlidingLogError::Allocation(AllocationError { bytes }))?;
+            .ok_or(BuildError::AllocationFailed { bytes })?;
         Ok(KeyedSlidingLogLimiter {
             table,
-            quota: self.quota,
-            clock: self.clock,
+            quota,
+            clock,
             records,
             ring_bits: records_per_slot.trailing_zeros(),
             key: PhantomData,

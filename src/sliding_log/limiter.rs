@@ -5,36 +5,8 @@ use super::ring::Ring;
 use super::SlidingLog;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
-use crate::engine::error::RequestError;
+use crate::engine::error::{BuildError, RequestError};
 use crate::engine::request::Request;
-use core::fmt;
-
-/// The allocator could not provide a sliding log's ring.
-///
-/// ```
-/// use nanolimit::sliding_log::{AllocationError, SlidingLog, SlidingLogLimiter};
-///
-/// let limiter: Result<_, AllocationError> = SlidingLogLimiter::new(SlidingLog::per_minute(10)?);
-/// assert!(limiter.is_ok());
-/// # Ok::<(), nanolimit::QuotaError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AllocationError {
-    /// The bytes the ring needs.
-    pub bytes: usize,
-}
-
-impl fmt::Display for AllocationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the allocator could not provide the sliding log's {} bytes",
-            self.bytes
-        )
-    }
-}
-
-impl std::error::Error for AllocationError {}
 
 /// An exact sliding-log limiter: at most `L` units in any window of length `W`, one log shared
 /// by every caller (see the [module](super) for the rule and the protocol).
@@ -74,7 +46,7 @@ pub struct SlidingLogLimiter<C: Clock = QuantaClock> {
 impl SlidingLogLimiter<QuantaClock> {
     /// A limiter on the default clock ([`QuantaClock`]). Errors if the allocator cannot
     /// provide the ring (8 bytes per unit of the limit, rounded up to a power of two).
-    pub fn new(quota: SlidingLog) -> Result<Self, AllocationError> {
+    pub fn new(quota: SlidingLog) -> Result<Self, BuildError> {
         Self::with_clock(quota, QuantaClock::new())
     }
 }
@@ -90,8 +62,8 @@ impl<C: Clock> SlidingLogLimiter<C> {
     /// assert_eq!(limiter.quota().limit(), 3);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_clock(quota: SlidingLog, clock: C) -> Result<Self, AllocationError> {
-        let ring = Ring::new(quota.limit()).ok_or(AllocationError {
+    pub fn with_clock(quota: SlidingLog, clock: C) -> Result<Self, BuildError> {
+        let ring = Ring::new(quota.limit()).ok_or(BuildError::AllocationFailed {
             bytes: ring_bytes(quota.limit()),
         })?;
         Ok(SlidingLogLimiter { ring, quota, clock })

@@ -75,9 +75,7 @@ mod record;
 mod ring;
 mod slots;
 
-pub use keyed::{
-    KeyedSlidingLogBuilder, KeyedSlidingLogError, KeyedSlidingLogLimiter, MAX_KEYED_LIMIT,
-};
-pub use limiter::{AllocationError, SlidingLogLimiter};
+pub use keyed::{KeyedSlidingLogLimiter, MAX_KEYED_LIMIT};
+pub use limiter::SlidingLogLimiter;
 
 pub use crate::quota::sliding_log::{SlidingLog, MAX_COST, MAX_LIMIT};

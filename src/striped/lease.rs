@@ -20,7 +20,9 @@ use super::stripe;
 use crate::clock::{Clock, Timestamp};
 use crate::engine::operation::{Consume, GiveBack};
 use crate::limiter::direct::Limiter;
+use crate::limiter::lease::{LastLease, LeaseWord};
 use crate::quota::{Gcra, Quota, Reservable};
+use std::time::Duration;
 
 /// A shared budget that grants leases.
 pub(crate) trait LeaseSource {
@@ -59,69 +61,60 @@ impl<C: Clock> LeaseSource for Limiter<Gcra, C> {
     }
 }
 
-/// How big leases are and how long they live: a striped limiter's configuration, checked when
-/// it is built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LeasePolicy {
-    /// The smallest lease a refill takes (unless the request needs more).
-    pub(crate) min_units: u64,
-    /// The largest lease a refill takes (unless the request needs more).
-    pub(crate) max_units: u64,
-    /// The configured lease lifetime.
-    pub(crate) lifetime_ns: u64,
-    /// The grains, counting the lease's own, in which its units may be spent
-    /// ([`stripe::lifetime_grains`] of the lifetime).
-    pub(crate) lifetime_grains: u64,
-}
-
-impl LeasePolicy {
-    pub(crate) fn new(min_units: u64, max_units: u64, lifetime_ns: u64) -> LeasePolicy {
-        LeasePolicy {
-            min_units,
-            max_units,
-            lifetime_ns,
-            lifetime_grains: stripe::lifetime_grains(lifetime_ns),
-        }
+/// How a stripe's last lease went, from the word its refill claimed (the previous lease's units
+/// and start), for the shared lease policy ([`LeasePolicy::next_units`](crate::limiter::lease::LeasePolicy::next_units)).
+pub(crate) fn last_lease(previous_word: u64, now_grain: u64, lifetime_grains: u64) -> LastLease {
+    let unspent = stripe::units(previous_word);
+    if unspent > 0 && stripe::has_lapsed(previous_word, now_grain, lifetime_grains) {
+        return LastLease::LapsedUnspent;
     }
-
-    /// The size of the lease a refill takes, given the word the refill claimed (the previous
-    /// lease's units and start) and the size `current` that lease was taken at:
-    ///
-    /// - halved (down to `min_units`) when the previous lease lapsed with units unspent: the
-    ///   stripe's rate is below what its leases hold, so they only widen the bound;
-    /// - doubled (up to `max_units`) when the previous lease was spent within the first quarter
-    ///   of its lifetime: the stripe refills often, so larger leases save shared writes;
-    /// - kept otherwise (and for a stripe that never held a lease).
-    pub(crate) fn next_units(&self, current: u64, previous_word: u64, now_grain: u64) -> u64 {
-        let current = current.clamp(self.min_units, self.max_units);
-        let unspent = stripe::units(previous_word);
-        if unspent > 0 && stripe::has_lapsed(previous_word, now_grain, self.lifetime_grains) {
-            return (current / 2).max(self.min_units);
-        }
-        let spent_quickly = unspent == 0
-            && previous_word != stripe::EMPTY
-            && now_grain.saturating_sub(stripe::start(previous_word)) <= self.lifetime_grains / 4;
-        if spent_quickly {
-            return current.saturating_mul(2).min(self.max_units);
-        }
-        current
+    if previous_word == stripe::EMPTY {
+        return LastLease::Never;
+    }
+    let spent_quickly = unspent == 0
+        && now_grain.saturating_sub(stripe::start(previous_word)) <= lifetime_grains / 4;
+    match spent_quickly {
+        true => LastLease::UsedUpQuickly,
+        false => LastLease::Steady,
     }
 }
+
+/// What a stripe word allows a lease: units below its claim marker, lifetimes of at least four
+/// grains (units are spent in the whole grains of the lifetime less one, counting the lease's
+/// own, so they live at least two grains).
+pub(crate) const STRIPE_LEASES: LeaseWord = LeaseWord {
+    max_units: stripe::MAX_LEASE_UNITS,
+    min_lifetime: Duration::from_nanos(4 << stripe::GRAIN_SHIFT),
+    lifetime_grains: stripe::lifetime_grains,
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limiter::lease::LeasePolicy;
     use crate::striped::stripe::{pack, GRAIN_SHIFT};
 
-    /// 41 grains of lifetime: units live 40 grains, a quarter of which is 10.
-    fn policy() -> LeasePolicy {
-        LeasePolicy::new(2, 64, 41 << GRAIN_SHIFT)
+    /// Leases of 2 to 64 units; 41 grains of lifetime: units live 40 grains, a quarter of which
+    /// is 10.
+    struct Policy(LeasePolicy);
+
+    impl Policy {
+        /// The next lease's size after a stripe's `previous_word`, at grain `now_grain`.
+        fn next_units(&self, current: u64, previous_word: u64, now_grain: u64) -> u64 {
+            let last = last_lease(previous_word, now_grain, self.0.lifetime_grains);
+            self.0.next_units(current, last)
+        }
+    }
+
+    fn policy() -> Policy {
+        let lifetime = Duration::from_nanos(41 << GRAIN_SHIFT);
+        Policy(LeasePolicy::new(2, 64, lifetime, 1_000, STRIPE_LEASES).unwrap())
     }
 
     #[test]
     fn a_lease_spent_quickly_doubles_up_to_the_maximum() {
         let policy = policy();
-        assert_eq!(policy.lifetime_grains, 40);
+        assert_eq!(policy.0.lifetime_grains, 40);
         // Taken in grain 100, emptied by grain 110.
         let emptied = pack(0, 100);
         assert_eq!(policy.next_units(8, emptied, 105), 16);

@@ -4,7 +4,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | [`StripedLimiter`] and its operations; the accuracy contract |
-//! | `options.rs` | [`StripedLimiterBuilder`], [`StripedError`], the limits and defaults |
+//! | `options.rs` | [`StripedLimiterBuilder`], its limits and defaults |
 //! | `stripe.rs` | a stripe's packed word (units, the lease's grain, the claim marker) and its pure steps |
 //! | `lease.rs` | where leases come from (the shared word, or another store), and their sizing |
 //!
@@ -70,10 +70,7 @@ mod options;
 mod rate_limit;
 mod stripe;
 
-pub use options::{
-    StripedError, StripedLimiterBuilder, DEFAULT_LEASE_LIFETIME, DEFAULT_MAX_LEASE_UNITS,
-    MAX_LEASE_LIFETIME, MAX_STRIPES, MIN_LEASE_LIFETIME,
-};
+pub use options::{StripedLimiterBuilder, MAX_STRIPES};
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
@@ -81,11 +78,12 @@ use crate::engine::error::RequestError;
 use crate::engine::operation::Consume;
 use crate::engine::request::Request;
 use crate::limiter::direct::Limiter;
+use crate::limiter::lease::LeasePolicy;
 use crate::quota::{Gcra, GcraInstant, Quota, Reservable, Step};
 use crate::sync::Ordering;
 use crate::thread_index;
 use crossbeam_utils::CachePadded;
-use lease::{LeasePolicy, LeaseSource};
+use lease::{last_lease, LeaseSource};
 use std::time::Duration;
 use stripe::Stripe;
 
@@ -531,7 +529,8 @@ impl<C: Clock> StripedLimiter<C> {
         // ORDERING: Relaxed: written only under a claim; this claim's Acquire made the last
         // claim holder's write visible.
         let current = stripe.lease_units.load(Ordering::Relaxed);
-        let lease_units = self.policy.next_units(current, word, now_grain);
+        let last = last_lease(word, now_grain, self.policy.lifetime_grains);
+        let lease_units = self.policy.next_units(current, last);
         // ORDERING: Relaxed, as above.
         stripe.lease_units.store(lease_units, Ordering::Relaxed);
         let wanted = lease_units.max(needed);

@@ -1,106 +1,19 @@
-//! Building a [`StripedLimiter`]: stripes, lease sizes and lease lifetime, and why a
-//! configuration is refused ([`StripedError`]).
+//! Building a [`StripedLimiter`]: stripes, lease sizes and lease lifetime (the shared lease
+//! policy, `src/limiter/lease.rs`).
 
-use super::lease::LeasePolicy;
-use super::stripe::{GRAIN_SHIFT, MAX_LEASE_UNITS};
+use super::lease::STRIPE_LEASES;
 use super::StripedLimiter;
 use crate::clock::{Clock, QuantaClock};
+use crate::engine::error::BuildError;
+use crate::limiter::lease::{LeasePolicy, STRIPE_LEASE_LIFETIME};
 use crate::quota::Gcra;
-use core::fmt;
 use std::time::Duration;
 
 /// The most stripes a limiter may have.
 pub const MAX_STRIPES: usize = 1024;
-/// The shortest lease lifetime: four grains of the stripe word's clock (2^21 ns, about 2.1 ms).
-/// Units are spent in the whole grains of the lifetime less one, counting the lease's own grain
-/// (see [`StripedLimiter`]'s contract), so a lease's units live at least two grains (1 ms).
-pub const MIN_LEASE_LIFETIME: Duration = Duration::from_nanos(4 << GRAIN_SHIFT);
-/// The longest lease lifetime.
-pub const MAX_LEASE_LIFETIME: Duration = Duration::from_secs(3_600);
-/// The lease lifetime unless configured.
-pub const DEFAULT_LEASE_LIFETIME: Duration = Duration::from_millis(10);
 /// The largest lease unless configured (also bounded by the burst; see
 /// [`StripedLimiterBuilder::lease_units`]).
-pub const DEFAULT_MAX_LEASE_UNITS: u64 = 256;
-
-/// Why a striped limiter's configuration was refused.
-///
-/// ```
-/// use nanolimit::striped::{StripedError, StripedLimiter};
-/// use nanolimit::Gcra;
-///
-/// let quota = Gcra::per_second(100)?;
-/// let error = StripedLimiter::builder(quota).lease_units(1, 500).build().unwrap_err();
-/// assert_eq!(error, StripedError::LeaseAboveBurst { max_units: 500, burst: 100 });
-/// # Ok::<(), nanolimit::QuotaError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum StripedError {
-    /// No stripes, or more than [`MAX_STRIPES`].
-    StripeCount {
-        /// The count that was asked for.
-        requested: usize,
-    },
-    /// A lease range that is empty or starts at zero units.
-    LeaseRange {
-        /// The smallest lease asked for.
-        min_units: u64,
-        /// The largest lease asked for.
-        max_units: u64,
-    },
-    /// A largest lease above the quota's burst: the shared quota could never grant it.
-    LeaseAboveBurst {
-        /// The largest lease asked for.
-        max_units: u64,
-        /// The quota's burst.
-        burst: u64,
-    },
-    /// A largest lease above what a stripe word holds (2^24 − 2 units).
-    LeaseTooLarge {
-        /// The largest lease asked for.
-        max_units: u64,
-        /// The most a stripe holds.
-        max: u64,
-    },
-    /// A lease lifetime outside [`MIN_LEASE_LIFETIME`] ..= [`MAX_LEASE_LIFETIME`].
-    LeaseLifetime {
-        /// The lifetime asked for.
-        requested: Duration,
-    },
-}
-
-impl fmt::Display for StripedError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            StripedError::StripeCount { requested } => write!(
-                f,
-                "a striped limiter needs 1 to {MAX_STRIPES} stripes, not {requested}"
-            ),
-            StripedError::LeaseRange {
-                min_units,
-                max_units,
-            } => write!(
-                f,
-                "lease sizes {min_units}..={max_units} are not a range of at least one unit"
-            ),
-            StripedError::LeaseAboveBurst { max_units, burst } => write!(
-                f,
-                "a lease of {max_units} units exceeds the quota's burst of {burst}: it could never be granted"
-            ),
-            StripedError::LeaseTooLarge { max_units, max } => write!(
-                f,
-                "a lease of {max_units} units exceeds the {max} a stripe holds"
-            ),
-            StripedError::LeaseLifetime { requested } => write!(
-                f,
-                "a lease lifetime of {requested:?} is outside {MIN_LEASE_LIFETIME:?}..={MAX_LEASE_LIFETIME:?}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for StripedError {}
+const DEFAULT_MAX_LEASE_UNITS: u64 = 256;
 
 /// Configures a [`StripedLimiter`]; made by [`StripedLimiter::builder`].
 ///
@@ -137,7 +50,7 @@ impl StripedLimiterBuilder<QuantaClock> {
             quota,
             stripes: None,
             lease_units: None,
-            lease_lifetime: DEFAULT_LEASE_LIFETIME,
+            lease_lifetime: STRIPE_LEASE_LIFETIME,
             clock: QuantaClock::new(),
         }
     }
@@ -165,9 +78,10 @@ impl<C: Clock> StripedLimiterBuilder<C> {
     }
 
     /// How long leased units may be spent after their lease: units left when it ends lapse
-    /// (given back to the budget when no other lease was taken since). Between
-    /// [`MIN_LEASE_LIFETIME`] and [`MAX_LEASE_LIFETIME`]; default [`DEFAULT_LEASE_LIFETIME`].
-    /// Shorter lifetimes tighten the over-admission bound for slow quotas.
+    /// (given back to the budget when no other lease was taken since). From four grains of the
+    /// stripe word's clock (2^21 ns, about 2.1 ms) to an hour; default 10 ms (a stripe's units
+    /// serve only its threads, so their lifetime is kept short). Shorter lifetimes tighten the
+    /// over-admission bound for slow quotas.
     pub fn lease_lifetime(mut self, lifetime: Duration) -> Self {
         self.lease_lifetime = lifetime;
         self
@@ -185,10 +99,23 @@ impl<C: Clock> StripedLimiterBuilder<C> {
     }
 
     /// The limiter, or why the configuration cannot work.
-    pub fn build(self) -> Result<StripedLimiter<C>, StripedError> {
+    ///
+    /// ```
+    /// use nanolimit::striped::StripedLimiter;
+    /// use nanolimit::{BuildError, Gcra};
+    ///
+    /// let quota = Gcra::per_second(100)?;
+    /// let error = StripedLimiter::builder(quota).lease_units(1, 500).build().unwrap_err();
+    /// assert_eq!(error, BuildError::LeaseAboveBurst { max_units: 500, burst: 100 });
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
+    pub fn build(self) -> Result<StripedLimiter<C>, BuildError> {
         let requested = self.stripes.unwrap_or_else(default_stripes);
         if requested == 0 || requested > MAX_STRIPES {
-            return Err(StripedError::StripeCount { requested });
+            return Err(BuildError::StripeCount {
+                stripes: requested,
+                max: MAX_STRIPES,
+            });
         }
         let stripes = requested.next_power_of_two();
         let burst = self.quota.limit();
@@ -196,27 +123,8 @@ impl<C: Clock> StripedLimiterBuilder<C> {
             let per_stripe = (burst / 4 / stripes as u64).clamp(1, DEFAULT_MAX_LEASE_UNITS);
             (1, per_stripe)
         });
-        if min_units == 0 || min_units > max_units {
-            return Err(StripedError::LeaseRange {
-                min_units,
-                max_units,
-            });
-        }
-        if max_units > burst {
-            return Err(StripedError::LeaseAboveBurst { max_units, burst });
-        }
-        if max_units > MAX_LEASE_UNITS {
-            return Err(StripedError::LeaseTooLarge {
-                max_units,
-                max: MAX_LEASE_UNITS,
-            });
-        }
-        if self.lease_lifetime < MIN_LEASE_LIFETIME || self.lease_lifetime > MAX_LEASE_LIFETIME {
-            return Err(StripedError::LeaseLifetime {
-                requested: self.lease_lifetime,
-            });
-        }
-        let policy = LeasePolicy::new(min_units, max_units, self.lease_lifetime.as_nanos() as u64);
+        let lifetime = self.lease_lifetime;
+        let policy = LeasePolicy::new(min_units, max_units, lifetime, burst, STRIPE_LEASES)?;
         Ok(StripedLimiter::from_parts(
             self.quota, stripes, policy, self.clock,
         ))

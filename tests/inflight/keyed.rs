@@ -5,10 +5,9 @@
 //! entries whose permits are all dropped.
 
 use nanolimit::inflight::{
-    AboveLimit, KeyedInFlightError, KeyedInFlightLimiter, KeyedPermit, KeyedTryAcquireError,
-    MAX_KEYED_IN_FLIGHT,
+    AboveLimit, KeyedInFlightLimiter, KeyedPermit, KeyedTryAcquireError, MAX_KEYED_IN_FLIGHT,
 };
-use nanolimit::{Hashed, KeyMode, TableError, WhenFull};
+use nanolimit::{BuildError, Hashed, KeyMode, WhenFull};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,16 +34,20 @@ fn one_bucket(limit: u64, when_full: WhenFull) -> KeyedInFlightLimiter<u32> {
 #[test]
 fn limits_outside_one_to_the_maximum_are_errors() {
     let build = |limit| KeyedInFlightLimiter::<u64>::new(limit, 100);
-    assert_eq!(build(0).unwrap_err(), KeyedInFlightError::ZeroLimit);
+    assert_eq!(build(0).unwrap_err(), BuildError::ZeroLimit);
     assert_eq!(
         build(MAX_KEYED_IN_FLIGHT + 1).unwrap_err(),
-        KeyedInFlightError::LimitAboveMaximum {
-            limit: MAX_KEYED_IN_FLIGHT + 1
+        BuildError::LimitTooLarge {
+            limit: MAX_KEYED_IN_FLIGHT + 1,
+            max: MAX_KEYED_IN_FLIGHT
         }
     );
     assert_eq!(
         build(u64::MAX).unwrap_err(),
-        KeyedInFlightError::LimitAboveMaximum { limit: u64::MAX }
+        BuildError::LimitTooLarge {
+            limit: u64::MAX,
+            max: MAX_KEYED_IN_FLIGHT
+        }
     );
     let largest = build(MAX_KEYED_IN_FLIGHT).unwrap();
     let all = largest.try_acquire_many(&1, MAX_KEYED_IN_FLIGHT).unwrap();
@@ -54,14 +57,14 @@ fn limits_outside_one_to_the_maximum_are_errors() {
     assert_eq!(largest.remaining(&1), MAX_KEYED_IN_FLIGHT);
     assert_eq!(
         KeyedInFlightLimiter::<u64>::new(1, 0).unwrap_err(),
-        KeyedInFlightError::Table(TableError::ZeroCapacity)
+        BuildError::ZeroCapacity
     );
     assert_eq!(
         KeyedInFlightLimiter::<u64>::builder(1)
             .shards(3)
             .build()
             .unwrap_err(),
-        KeyedInFlightError::Table(TableError::ShardsNotPowerOfTwo { shards: 3 })
+        BuildError::ShardsNotPowerOfTwo { shards: 3 }
     );
 }
 
@@ -91,7 +94,7 @@ fn a_full_table_refuses_under_deny_admits_untracked_under_allow_and_never_evicts
             .when_full(WhenFull::EvictClosestToFresh)
             .build()
             .unwrap_err(),
-        KeyedInFlightError::EvictionNotSupported
+        BuildError::EvictionNotSupported
     );
 
     let deny = one_bucket(2, WhenFull::Deny);

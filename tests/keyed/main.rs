@@ -14,7 +14,7 @@
 //! | `construction` | construction errors, sizes, and when a table of live keys first refuses one |
 //! | `model` | a keyed limiter decides exactly as a reference `HashMap` model driven by the quota's step, under random schedules of keys, readings, costs, peeks, tiers and removals, on roomy and crowded tables |
 //! | `flood` | millions of distinct keys through a bounded table: the hot key keeps its exact limit, no allocation on the check path, each policy counts what it refuses, and flooded slots are reused |
-//! | `table_allocation` | every table size the builder accepts is allocated or a [`TableError`](nanolimit::TableError), never an abort, in a child process under an address-space limit |
+//! | `table_allocation` | every table size the builder accepts is allocated or a [`BuildError`](nanolimit::BuildError), never an abort, in a child process under an address-space limit |
 //!
 //! `flood` installs this binary's global allocator, which counts allocations per thread, so the
 //! other modules' tests running beside it do not disturb its counts. `table_allocation` re-runs

@@ -4,7 +4,8 @@
 //! fault test starts its own.
 
 use crate::support::{redis_url, unique_prefix, PrivateServer};
-use nanolimit::redis::{FailurePolicy, LeaseConfigError, LeasedRedisLimiter, RedisLimiter};
+use nanolimit::redis::{FailurePolicy, LeasedRedisLimiter, RedisLimiter};
+use nanolimit::BuildError;
 use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request, RequestError, Timestamp};
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
@@ -327,26 +328,35 @@ async fn bad_requests_and_configurations_are_errors() {
     let builder = || LeasedRedisLimiter::builder(shared(quota, &prefix, &url));
     assert_eq!(
         builder().lease_units(0, 5).build().unwrap_err(),
-        LeaseConfigError::ZeroLeaseUnits
+        BuildError::LeaseUnits {
+            min_units: 0,
+            max_units: 5
+        }
     );
     assert_eq!(
         builder().lease_units(6, 5).build().unwrap_err(),
-        LeaseConfigError::MinAboveMax { min: 6, max: 5 }
+        BuildError::LeaseUnits {
+            min_units: 6,
+            max_units: 5
+        }
     );
     assert_eq!(
         builder().lease_units(1, 11).build().unwrap_err(),
-        LeaseConfigError::LeaseTooLarge { max: 11, burst: 10 }
+        BuildError::LeaseAboveBurst {
+            max_units: 11,
+            burst: 10
+        }
     );
     assert!(matches!(
         builder()
             .lease_lifetime(Duration::ZERO)
             .build()
             .unwrap_err(),
-        LeaseConfigError::LifetimeOutOfRange { .. }
+        BuildError::LeaseLifetime { .. }
     ));
     assert!(matches!(
         builder().capacity(0).build().unwrap_err(),
-        LeaseConfigError::Capacity { capacity: 0 }
+        BuildError::ZeroCapacity
     ));
     // A cost above the largest lease is one script call of its own.
     assert!(limiter
@@ -371,7 +381,7 @@ fn background_refills_need_a_runtime() {
     });
     assert_eq!(
         LeasedRedisLimiter::builder(shared).build().unwrap_err(),
-        LeaseConfigError::NoRuntime
+        BuildError::NoRuntime
     );
 }
 

@@ -3,7 +3,8 @@
 //! `support`); the fault tests start their own, to stop and restart it.
 
 use crate::support::{raw_connection, redis_url, unique_prefix, PrivateServer};
-use nanolimit::redis::{FailurePolicy, RedisConfigError, RedisLimiter, RedisQuota};
+use nanolimit::redis::{FailurePolicy, RedisLimiter, RedisQuota};
+use nanolimit::BuildError;
 use nanolimit::{FixedWindow, Gcra, KeyedLimiter, Request, RequestError, SlidingWindow};
 use redis::AsyncCommands;
 use std::time::{Duration, Instant, SystemTime};
@@ -182,9 +183,9 @@ async fn bad_input_is_an_error_without_a_round_trip() {
     let zero = RedisLimiter::builder(Gcra::per_second(1).unwrap())
         .timeout(Duration::ZERO)
         .build(&url);
-    assert!(matches!(zero, Err(RedisConfigError::ZeroTimeout)));
+    assert!(matches!(zero, Err(BuildError::ZeroTimeout)));
     let not_a_url = RedisLimiter::builder(Gcra::per_second(1).unwrap()).build("http://[::1");
-    assert!(matches!(not_a_url, Err(RedisConfigError::Connection(_))));
+    assert!(matches!(not_a_url, Err(BuildError::Connection { .. })));
 }
 
 const TIMEOUT: Duration = Duration::from_millis(50);

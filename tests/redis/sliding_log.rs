@@ -9,10 +9,10 @@
 
 use crate::support::{raw_connection, redis_url, unique_prefix, PrivateServer};
 use nanolimit::redis::{
-    FailurePolicy, RedisConfigError, RedisLimiterBuilder, RedisSlidingLogLimiter,
-    MAX_SLIDING_LOG_LIMIT,
+    FailurePolicy, RedisLimiterBuilder, RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT,
 };
 use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
+use nanolimit::BuildError;
 use nanolimit::Decision;
 use nanolimit::{ManualClock, Request, RequestError, Timestamp};
 use proptest::prelude::*;
@@ -406,7 +406,7 @@ async fn bad_input_is_an_error_without_a_round_trip() {
     let refused = RedisSlidingLogLimiter::builder(too_large).build(&url);
     assert!(matches!(
         refused,
-        Err(RedisConfigError::LimitTooLarge {
+        Err(BuildError::LimitTooLarge {
             limit,
             max: MAX_SLIDING_LOG_LIMIT
         }) if limit == MAX_SLIDING_LOG_LIMIT + 1
@@ -416,7 +416,7 @@ async fn bad_input_is_an_error_without_a_round_trip() {
     let zero = RedisSlidingLogLimiter::builder(SlidingLog::per_minute(1).unwrap())
         .timeout(Duration::ZERO)
         .build(&url);
-    assert!(matches!(zero, Err(RedisConfigError::ZeroTimeout)));
+    assert!(matches!(zero, Err(BuildError::ZeroTimeout)));
 }
 
 #[tokio::test(flavor = "current_thread")]

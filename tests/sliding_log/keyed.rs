@@ -9,10 +9,8 @@
 
 use crate::common::sliding_log::{observed, quotas, Expected, ReferenceLog};
 use crate::common::{at, proptest_config, DAY_NS, HORIZON_NS, SECOND_NS};
-use nanolimit::sliding_log::{
-    KeyedSlidingLogError, KeyedSlidingLogLimiter, SlidingLog, MAX_KEYED_LIMIT,
-};
-use nanolimit::{Hashed, KeyMode, ManualClock, Request, RequestError, TableError, WhenFull};
+use nanolimit::sliding_log::{KeyedSlidingLogLimiter, SlidingLog, MAX_KEYED_LIMIT};
+use nanolimit::{BuildError, Hashed, KeyMode, ManualClock, Request, RequestError, WhenFull};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use std::cell::Cell;
@@ -642,7 +640,7 @@ fn a_limit_above_the_keyed_maximum_and_a_zero_capacity_are_errors() {
     let too_large = SlidingLog::per_minute(MAX_KEYED_LIMIT + 1).unwrap();
     assert_eq!(
         KeyedSlidingLogLimiter::<u64>::new(too_large, 100).unwrap_err(),
-        KeyedSlidingLogError::LimitTooLarge {
+        BuildError::LimitTooLarge {
             limit: MAX_KEYED_LIMIT + 1,
             max: MAX_KEYED_LIMIT
         }
@@ -665,14 +663,14 @@ fn a_limit_above_the_keyed_maximum_and_a_zero_capacity_are_errors() {
     let quota = SlidingLog::per_minute(5).unwrap();
     assert_eq!(
         KeyedSlidingLogLimiter::<u64>::new(quota, 0).unwrap_err(),
-        KeyedSlidingLogError::Table(TableError::ZeroCapacity)
+        BuildError::ZeroCapacity
     );
     assert_eq!(
         KeyedSlidingLogLimiter::<u64>::builder(quota)
             .shards(3)
             .build()
             .unwrap_err(),
-        KeyedSlidingLogError::Table(TableError::ShardsNotPowerOfTwo { shards: 3 })
+        BuildError::ShardsNotPowerOfTwo { shards: 3 }
     );
 }
 

@@ -10,7 +10,6 @@ use crate::{
     assert_within_the_bound, check_cost, check_on, gcra, record, striped, worst_interval,
     Admissions, GRAIN_NS, MS_NS, START_NS,
 };
-use nanolimit::striped::MIN_LEASE_LIFETIME;
 use nanolimit::Request;
 use proptest::prelude::*;
 use rand::rngs::StdRng;
@@ -102,7 +101,7 @@ type Shape = (u64, u64, usize, (u64, u64), u64);
 
 fn any_shape() -> impl Strategy<Value = Shape> {
     let lifetimes = prop::sample::select(vec![
-        MIN_LEASE_LIFETIME.as_nanos() as u64,
+        crate::requests::lease_lifetimes().0.as_nanos() as u64,
         3 * MS_NS,
         10 * GRAIN_NS,
         10 * MS_NS,

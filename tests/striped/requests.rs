@@ -5,17 +5,26 @@
 
 use crate::common::at;
 use crate::{check_cost, check_on, gcra, striped, MS_NS, START_NS};
-use nanolimit::striped::{
-    StripedError, StripedLimiter, StripedLimiterBuilder, DEFAULT_LEASE_LIFETIME,
-    MAX_LEASE_LIFETIME, MAX_STRIPES, MIN_LEASE_LIFETIME,
-};
-use nanolimit::{Gcra, Limiter, ManualClock, Request, RequestError};
+use nanolimit::striped::{StripedLimiter, StripedLimiterBuilder, MAX_STRIPES};
+use nanolimit::{BuildError, Gcra, Limiter, ManualClock, Request, RequestError};
 use std::time::Duration;
 
-fn refused(builder: StripedLimiterBuilder<ManualClock>) -> StripedError {
+fn refused(builder: StripedLimiterBuilder<ManualClock>) -> BuildError {
     let error = builder.build().map(|_| ()).unwrap_err();
     assert!(!error.to_string().is_empty());
     error
+}
+
+/// The shortest and longest lease lifetimes a striped limiter accepts, as its error reports
+/// them.
+pub(crate) fn lease_lifetimes() -> (Duration, Duration) {
+    match builder(gcra(1_000, 100))
+        .lease_lifetime(Duration::ZERO)
+        .build()
+    {
+        Err(BuildError::LeaseLifetime { min, max, .. }) => (min, max),
+        other => panic!("a zero lifetime was not refused: {other:?}"),
+    }
 }
 
 fn builder(quota: Gcra) -> StripedLimiterBuilder<ManualClock> {
@@ -25,14 +34,15 @@ fn builder(quota: Gcra) -> StripedLimiterBuilder<ManualClock> {
 #[test]
 fn configurations_that_cannot_work_are_refused_with_their_own_error() {
     let quota = gcra(1_000, 100);
-    for requested in [0, MAX_STRIPES + 1, usize::MAX] {
-        let error = refused(builder(quota).stripes(requested));
-        assert_eq!(error, StripedError::StripeCount { requested });
-        assert!(error.to_string().contains(&requested.to_string()));
+    for stripes in [0, MAX_STRIPES + 1, usize::MAX] {
+        let error = refused(builder(quota).stripes(stripes));
+        let max = MAX_STRIPES;
+        assert_eq!(error, BuildError::StripeCount { stripes, max });
+        assert!(error.to_string().contains(&stripes.to_string()));
     }
     for (min_units, max_units) in [(0, 0), (0, 4), (5, 4), (100, 1)] {
         let error = refused(builder(quota).lease_units(min_units, max_units));
-        let expected = StripedError::LeaseRange {
+        let expected = BuildError::LeaseUnits {
             min_units,
             max_units,
         };
@@ -41,7 +51,7 @@ fn configurations_that_cannot_work_are_refused_with_their_own_error() {
     let error = refused(builder(quota).lease_units(1, 101));
     assert_eq!(
         error,
-        StripedError::LeaseAboveBurst {
+        BuildError::LeaseAboveBurst {
             max_units: 101,
             burst: 100
         }
@@ -51,7 +61,7 @@ fn configurations_that_cannot_work_are_refused_with_their_own_error() {
     let max = (1 << 24) - 2;
     assert_eq!(
         refused(builder(large).lease_units(1, max + 1)),
-        StripedError::LeaseTooLarge {
+        BuildError::LeaseTooLarge {
             max_units: max + 1,
             max
         }
@@ -64,16 +74,16 @@ fn configurations_that_cannot_work_are_refused_with_their_own_error() {
             .lease_units(),
         (max, max)
     );
+    let (min, max) = lease_lifetimes();
+    // A stripe's word times leases in grains of 2^19 ns; it needs four of them.
+    assert_eq!(min, Duration::from_nanos(4 << 19));
+    assert_eq!(max, Duration::from_secs(3_600));
     let one_ns = Duration::from_nanos(1);
-    for requested in [
-        Duration::ZERO,
-        MIN_LEASE_LIFETIME - one_ns,
-        MAX_LEASE_LIFETIME + one_ns,
-    ] {
-        let error = refused(builder(quota).lease_lifetime(requested));
-        assert_eq!(error, StripedError::LeaseLifetime { requested });
+    for lifetime in [Duration::ZERO, min - one_ns, max + one_ns] {
+        let error = refused(builder(quota).lease_lifetime(lifetime));
+        assert_eq!(error, BuildError::LeaseLifetime { lifetime, min, max });
     }
-    for lifetime in [MIN_LEASE_LIFETIME, MAX_LEASE_LIFETIME] {
+    for lifetime in [min, max] {
         let limiter = builder(quota).lease_lifetime(lifetime).build().unwrap();
         assert_eq!(limiter.lease_lifetime(), lifetime);
     }
@@ -102,7 +112,7 @@ fn the_limits_of_the_configuration_are_accepted_and_the_defaults_fit_every_quota
     // Defaults: leases of 1 to min(256, burst / (4 × stripes)), living 10 ms.
     let limiter = builder(gcra(1_000, 1_000)).stripes(2).build().unwrap();
     assert_eq!(limiter.lease_units(), (1, 125));
-    assert_eq!(limiter.lease_lifetime(), DEFAULT_LEASE_LIFETIME);
+    assert_eq!(limiter.lease_lifetime(), Duration::from_millis(10));
     assert_eq!(
         builder(gcra(1_000, 1 << 20))
             .stripes(2)

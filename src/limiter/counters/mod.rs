@@ -1,7 +1,7 @@
 //! Counters: how many checks a limiter allowed and denied, and how many units they asked for,
 //! kept off the state word's cache line. Opt-in at construction
 //! ([`Limiter::with_counters`](crate::Limiter::with_counters),
-//! [`KeyedLimiterBuilder::with_counters`](crate::KeyedLimiterBuilder::with_counters)); read in
+//! [`KeyedBuilder::with_counters`](crate::KeyedBuilder::with_counters)); read in
 //! the limiter's [`Stats`] (`stats()`), and with the `metrics` feature exported through the
 //! [`metrics`](https://docs.rs/metrics) facade (`record_metrics`, names below).
 //!

@@ -3,7 +3,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | [`LeasedRedisLimiter`]: checks, refills, give-backs; the bound |
-//! | `options.rs` | [`LeasedRedisLimiterBuilder`], [`LeaseConfigError`], the defaults |
+//! | `options.rs` | [`LeasedRedisLimiterBuilder`] and its defaults |
 //! | `policy.rs` | lease sizes and lifetimes, and how a key's lease size adapts |
 //! | `word.rs` | a key's local lease in one packed word, and its pure steps |
 //! | `refill.rs` | a key's refill, its claim, and the calls to Redis (lease, direct check, give-back) |
@@ -62,10 +62,7 @@ mod refill;
 mod table;
 mod word;
 
-pub use options::{
-    LeaseConfigError, LeasedRedisLimiterBuilder, DEFAULT_CAPACITY, DEFAULT_LEASE_LIFETIME,
-    DEFAULT_MAX_LEASE_UNITS, MAX_LEASE_LIFETIME, MAX_LEASE_UNITS, MIN_LEASE_LIFETIME,
-};
+pub use options::LeasedRedisLimiterBuilder;
 
 use super::RedisLimiter;
 use crate::clock::{Clock, QuantaClock, Timestamp};
@@ -73,9 +70,9 @@ use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
 use crate::engine::stats::Stats;
+use crate::limiter::lease::LeasePolicy;
 use crate::quota::{Gcra, Quota, Reservable};
 use crate::sync::{Arc, AtomicU64, Ordering};
-use policy::LeasePolicy;
 use refill::{Claim, ClaimAll};
 use table::{LeaseCell, LeaseTable};
 

@@ -1,28 +1,21 @@
 //! Building a [`LeasedRedisLimiter`]: lease sizes, their lifetime, the local table's capacity,
 //! the clock, and whether refills run in the background.
 
-use super::policy::LeasePolicy;
-use super::word;
+use super::policy::KEY_LEASES;
 use super::{Inner, LeasedRedisLimiter};
 use crate::clock::{Clock, QuantaClock};
+use crate::engine::error::BuildError;
+use crate::limiter::lease::{LeasePolicy, REDIS_LEASE_LIFETIME};
 use crate::quota::Gcra;
 use crate::redis::RedisLimiter;
 use crate::sync::Arc;
 use core::fmt;
 use std::time::Duration;
 
-/// The default lease lifetime.
-pub const DEFAULT_LEASE_LIFETIME: Duration = Duration::from_millis(100);
-/// The shortest lease lifetime: a few grains of the lease word (65.5 µs each).
-pub const MIN_LEASE_LIFETIME: Duration = Duration::from_millis(1);
-/// The longest lease lifetime.
-pub const MAX_LEASE_LIFETIME: Duration = Duration::from_secs(3_600);
 /// The default capacity of the local table, in keys.
-pub const DEFAULT_CAPACITY: usize = 100_000;
+const DEFAULT_CAPACITY: usize = 100_000;
 /// The largest lease the default configuration takes.
-pub const DEFAULT_MAX_LEASE_UNITS: u64 = 1_024;
-/// The largest lease any configuration takes (the lease word's units field).
-pub const MAX_LEASE_UNITS: u64 = word::MAX_UNITS;
+const DEFAULT_MAX_LEASE_UNITS: u64 = 1_024;
 /// The largest local table.
 const MAX_CAPACITY: usize = 1 << 28;
 
@@ -84,7 +77,7 @@ impl LeasedRedisLimiterBuilder<QuantaClock> {
             shared,
             min_units: 1,
             max_units,
-            lifetime: DEFAULT_LEASE_LIFETIME,
+            lifetime: REDIS_LEASE_LIFETIME,
             capacity: DEFAULT_CAPACITY,
             clock: QuantaClock::new(),
             background_refills: true,
@@ -145,47 +138,28 @@ impl<C: Clock + 'static> LeasedRedisLimiterBuilder<C> {
 
     /// The limiter; with background refills, must be called within a tokio runtime (the one
     /// its refills run on).
-    pub fn build(self) -> Result<LeasedRedisLimiter<C>, LeaseConfigError> {
+    pub fn build(self) -> Result<LeasedRedisLimiter<C>, BuildError> {
         let burst = self.shared.quota().limit();
-        if self.min_units == 0 {
-            return Err(LeaseConfigError::ZeroLeaseUnits);
+        let (min_units, max_units) = (self.min_units, self.max_units);
+        let policy = LeasePolicy::new(min_units, max_units, self.lifetime, burst, KEY_LEASES)?;
+        if self.capacity == 0 {
+            return Err(BuildError::ZeroCapacity);
         }
-        if self.min_units > self.max_units {
-            return Err(LeaseConfigError::MinAboveMax {
-                min: self.min_units,
-                max: self.max_units,
-            });
-        }
-        if self.max_units > burst || self.max_units > MAX_LEASE_UNITS {
-            return Err(LeaseConfigError::LeaseTooLarge {
-                max: self.max_units,
-                burst,
-            });
-        }
-        if !(MIN_LEASE_LIFETIME..=MAX_LEASE_LIFETIME).contains(&self.lifetime) {
-            return Err(LeaseConfigError::LifetimeOutOfRange {
-                lifetime: self.lifetime,
-            });
-        }
-        if self.capacity == 0 || self.capacity > MAX_CAPACITY {
-            return Err(LeaseConfigError::Capacity {
+        if self.capacity > MAX_CAPACITY {
+            return Err(BuildError::CapacityTooLarge {
                 capacity: self.capacity,
+                max: MAX_CAPACITY,
             });
         }
         let runtime = if self.background_refills {
-            Some(tokio::runtime::Handle::try_current().map_err(|_| LeaseConfigError::NoRuntime)?)
+            Some(tokio::runtime::Handle::try_current().map_err(|_| BuildError::NoRuntime)?)
         } else {
             None
         };
-        let lifetime_ns = self.lifetime.as_nanos() as u64;
         Ok(LeasedRedisLimiter {
             inner: Arc::new(Inner::new(
                 self.shared,
-                LeasePolicy {
-                    min_units: self.min_units,
-                    max_units: self.max_units,
-                    lifetime_grains: word::lifetime_grains(lifetime_ns),
-                },
+                policy,
                 self.capacity,
                 self.clock,
                 runtime,
@@ -193,78 +167,3 @@ impl<C: Clock + 'static> LeasedRedisLimiterBuilder<C> {
         })
     }
 }
-
-/// Why a [`LeasedRedisLimiter`] could not be built.
-///
-/// ```
-/// use nanolimit::redis::{LeaseConfigError, LeasedRedisLimiter, RedisLimiter};
-/// use nanolimit::Gcra;
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let shared = RedisLimiter::builder(Gcra::per_second(100)?).build("redis://127.0.0.1:6379")?;
-/// let too_large = LeasedRedisLimiter::builder(shared).lease_units(1, 500).build();
-/// assert!(matches!(too_large, Err(LeaseConfigError::LeaseTooLarge { max: 500, burst: 100 })));
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LeaseConfigError {
-    /// A smallest lease of zero units.
-    ZeroLeaseUnits,
-    /// A smallest lease above the largest.
-    MinAboveMax {
-        /// The smallest lease asked for.
-        min: u64,
-        /// The largest lease asked for.
-        max: u64,
-    },
-    /// A largest lease above the quota's burst (Redis could never grant it), or above
-    /// [`MAX_LEASE_UNITS`].
-    LeaseTooLarge {
-        /// The largest lease asked for.
-        max: u64,
-        /// The shared quota's burst.
-        burst: u64,
-    },
-    /// A lease lifetime outside [`MIN_LEASE_LIFETIME`]..=[`MAX_LEASE_LIFETIME`].
-    LifetimeOutOfRange {
-        /// The lifetime asked for.
-        lifetime: Duration,
-    },
-    /// A local table of zero keys, or of more than 2^28.
-    Capacity {
-        /// The capacity asked for.
-        capacity: usize,
-    },
-    /// Background refills asked for outside a tokio runtime.
-    NoRuntime,
-}
-
-impl fmt::Display for LeaseConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LeaseConfigError::ZeroLeaseUnits => f.write_str("leases of zero units"),
-            LeaseConfigError::MinAboveMax { min, max } => {
-                write!(f, "smallest lease {min} above the largest {max}")
-            }
-            LeaseConfigError::LeaseTooLarge { max, burst } => write!(
-                f,
-                "largest lease {max} above the quota's burst {burst} or the limit {MAX_LEASE_UNITS}"
-            ),
-            LeaseConfigError::LifetimeOutOfRange { lifetime } => write!(
-                f,
-                "lease lifetime {lifetime:?} outside {MIN_LEASE_LIFETIME:?}..={MAX_LEASE_LIFETIME:?}"
-            ),
-            LeaseConfigError::Capacity { capacity } => {
-                write!(f, "local table of {capacity} keys (1 to 2^28)")
-            }
-            LeaseConfigError::NoRuntime => f.write_str(
-                "background refills need a tokio runtime: build within one, or turn them off",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for LeaseConfigError {}

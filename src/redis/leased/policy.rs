@@ -1,63 +1,70 @@
-//! How big a key's leases are and how long they live: a leased limiter's configuration, and
-//! the rule that adapts each key's lease size to its rate.
+//! What a key's lease word allows a lease, and how its last lease went: what the shared lease
+//! policy (`src/limiter/lease.rs`) needs to size the next.
 
 use super::word;
+use crate::limiter::lease::{LastLease, LeaseWord};
+use std::time::Duration;
 
-/// Lease sizes and lifetimes, checked when the limiter is built.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LeasePolicy {
-    pub(crate) min_units: u64,
-    pub(crate) max_units: u64,
-    pub(crate) lifetime_grains: u64,
-}
+/// What a lease word allows a lease: units up to its units field, lifetimes of at least 1 ms (a
+/// few of its 65.5 µs grains).
+pub(crate) const KEY_LEASES: LeaseWord = LeaseWord {
+    max_units: word::MAX_UNITS,
+    min_lifetime: Duration::from_millis(1),
+    lifetime_grains: word::lifetime_grains,
+};
 
-impl LeasePolicy {
-    /// The size of a key's next lease, from its current size and the lease word the refill
-    /// claimed:
-    ///
-    /// - halved (down to the minimum) when the previous lease lapsed with units unspent: the
-    ///   key's rate is below what its leases hold, so they only widen the bound;
-    /// - doubled (up to the maximum) when the previous lease was spent to the last unit before
-    ///   it lapsed, or when the refill starts (at half the lease, in the background) within the
-    ///   first quarter of its lifetime: the key's rate is above what its leases hold, so larger
-    ///   ones save round trips;
-    /// - kept otherwise (and for a key that never held a lease).
-    ///
-    /// A key with a steady rate settles about where one lease lasts one lifetime.
-    pub(crate) fn next_units(&self, current: u64, previous: u64, now_grain: u64) -> u64 {
-        let current = current.clamp(self.min_units, self.max_units);
-        let deadline = word::deadline(previous);
-        if deadline == 0 {
-            return current;
-        }
-        let unspent = word::units(previous);
-        let grow = current.saturating_mul(2).min(self.max_units);
-        if now_grain >= deadline {
-            return if unspent > 0 {
-                (current / 2).max(self.min_units)
-            } else {
-                grow
-            };
-        }
-        let started = deadline.saturating_sub(self.lifetime_grains);
-        if unspent == 0 || now_grain.saturating_sub(started) <= self.lifetime_grains / 4 {
-            return grow;
-        }
-        current
+/// How a key's last lease went, from the lease word its refill claimed, for the shared lease
+/// policy ([`LeasePolicy::next_units`](crate::limiter::lease::LeasePolicy::next_units)):
+///
+/// - lapsed with units unspent: the key's rate is below what its leases hold;
+/// - spent to the last unit (before it lapsed or after), or half spent, starting a refill in
+///   the background, within the first quarter of its lifetime: the key's rate is above what
+///   its leases hold;
+/// - otherwise (and for a key that never held a lease), steady.
+///
+/// A key with a steady rate settles about where one lease lasts one lifetime.
+pub(crate) fn last_lease(previous: u64, now_grain: u64, lifetime_grains: u64) -> LastLease {
+    let deadline = word::deadline(previous);
+    if deadline == 0 {
+        return LastLease::Never;
     }
+    let unspent = word::units(previous);
+    if now_grain >= deadline {
+        return match unspent {
+            0 => LastLease::UsedUpQuickly,
+            _ => LastLease::LapsedUnspent,
+        };
+    }
+    let started = deadline.saturating_sub(lifetime_grains);
+    if unspent == 0 || now_grain.saturating_sub(started) <= lifetime_grains / 4 {
+        return LastLease::UsedUpQuickly;
+    }
+    LastLease::Steady
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::word::{self, DEADLINE_SHIFT, REFILLING};
     use super::*;
+    use crate::limiter::lease::LeasePolicy;
 
     /// Leases of 2 to 64 units living 40 grains.
-    const POLICY: LeasePolicy = LeasePolicy {
+    const POLICY: Policy = Policy(LeasePolicy {
         min_units: 2,
         max_units: 64,
+        lifetime_ns: 40 << word::GRAIN_SHIFT,
         lifetime_grains: 40,
-    };
+    });
+
+    struct Policy(LeasePolicy);
+
+    impl Policy {
+        /// The size of a key's next lease after its lease word `previous`, at `now_grain`.
+        fn next_units(&self, current: u64, previous: u64, now_grain: u64) -> u64 {
+            let last = last_lease(previous, now_grain, self.0.lifetime_grains);
+            self.0.next_units(current, last)
+        }
+    }
 
     /// A lease word holding `units` until grain `deadline` (taken at `deadline − 40`).
     fn lease(units: u64, deadline: u64) -> u64 {

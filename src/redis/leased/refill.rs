@@ -2,13 +2,14 @@
 //! dropped), the refill itself (give back lapsed units, take the next lease, publish), the
 //! script call of a check that goes to Redis directly, and the give-back script.
 
-use super::policy::LeasePolicy;
+use super::policy::last_lease;
 use super::table::LeaseCell;
 use super::word;
 use super::{held_estimate, Counters, Inner};
 use crate::clock::{Clock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::request::Request;
+use crate::limiter::lease::LeasePolicy;
 use crate::quota::{Gcra, Reservable};
 use crate::redis::quota::hex;
 use crate::sync::{Arc, Ordering};
@@ -80,7 +81,8 @@ impl<C: Clock + 'static> Inner<C> {
         // ORDERING: Relaxed: written only under the claim, which this refill holds (its
         // Acquire ordered the previous refill's writes before these reads).
         let current_units = cell.lease_units.load(Ordering::Relaxed);
-        let lease_units = self.policy.next_units(current_units, previous, now_grain);
+        let last = last_lease(previous, now_grain, self.policy.lifetime_grains);
+        let lease_units = self.policy.next_units(current_units, last);
         let held = word::spendable(previous, now_grain);
         let lapsed = word::units(previous) - held;
         if lapsed > 0 {

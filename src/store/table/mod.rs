@@ -41,12 +41,13 @@ pub(crate) use choose::{Candidate, Full};
 pub(crate) use insert::{Insertion, Taken, Verdict};
 pub use key::{Exact, ExactKey, Hashed, KeyMode};
 pub(crate) use key::{KeyMarker, Located};
-pub use options::{TableError, WhenFull};
+pub use options::WhenFull;
 pub(crate) use options::{TableOptions, DEFAULT_CAPACITY};
 pub(crate) use placement::Placement;
 pub(crate) use protocol::KeyIdentity;
 pub(crate) use slot::{SlotOps, RESERVED, VACANT};
 
+use crate::engine::error::BuildError;
 use crate::engine::stats::Stats;
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
@@ -147,26 +148,29 @@ impl<S> core::fmt::Debug for Table<S> {
 impl<S: SlotOps> Table<S> {
     /// Allocates the table `options` describe (and writes every slot's marker, so its memory
     /// is resident from here on), or says why it cannot.
-    pub(crate) fn new(options: &TableOptions) -> Result<Self, TableError> {
+    pub(crate) fn new(options: &TableOptions) -> Result<Self, BuildError> {
         let capacity = options.capacity;
         let shards = options.shards();
         if capacity == 0 {
-            return Err(TableError::ZeroCapacity);
+            return Err(BuildError::ZeroCapacity);
         }
         if shards == 0 || !shards.is_power_of_two() {
-            return Err(TableError::ShardsNotPowerOfTwo { shards });
+            return Err(BuildError::ShardsNotPowerOfTwo { shards });
         }
-        let too_large = TableError::CapacityTooLarge { capacity };
+        let too_large = || BuildError::CapacityTooLarge {
+            capacity,
+            max: Self::MAX_CAPACITY,
+        };
         // Headroom, so that the requested number of live keys fits before a new key finds both
         // its buckets full (see the module documentation).
         let slots = capacity
             .checked_add(capacity / S::HEADROOM_DIVISOR)
-            .ok_or(too_large)?;
+            .ok_or_else(too_large)?;
         // At most one shard per bucket's worth of slots (at least one: `slots >= 1`), a power of
         // two.
         let max_shards = 1 << slots.div_ceil(SLOTS_PER_BUCKET).min(MAX_SHARDS).ilog2();
         if shards > max_shards {
-            return Err(TableError::TooManyShards {
+            return Err(BuildError::TooManyShards {
                 shards,
                 max: max_shards,
             });
@@ -177,18 +181,17 @@ impl<S: SlotOps> Table<S> {
         let bucket_count = buckets_per_shard
             .checked_mul(shards)
             .filter(|&count| count <= u32::MAX as usize)
-            .ok_or(too_large)?;
+            .ok_or_else(too_large)?;
         let total_bytes = bucket_count
             .checked_mul(core::mem::size_of::<Bucket<S>>() + core::mem::size_of::<AtomicU64>())
             .and_then(|bytes| bytes.checked_add(shards * Self::SHARD_OVERHEAD_BYTES))
             .filter(|&bytes| bytes <= isize::MAX as usize)
-            .ok_or(too_large)?;
-        let allocation_failed = TableError::AllocationFailed { bytes: total_bytes };
-        let buckets = try_boxed_slice(bucket_count, allocation_failed, || Bucket {
+            .ok_or_else(too_large)?;
+        let buckets = try_boxed_slice(bucket_count, total_bytes, || Bucket {
             slots: core::array::from_fn(|_| S::vacant()),
         })?;
-        let hints = try_boxed_slice(bucket_count, allocation_failed, || AtomicU64::new(0))?;
-        let writers = try_boxed_slice(shards, allocation_failed, || {
+        let hints = try_boxed_slice(bucket_count, total_bytes, || AtomicU64::new(0))?;
+        let writers = try_boxed_slice(shards, total_bytes, || {
             CachePadded::new(ShardWriter {
                 insert_lock: Mutex::new(()),
                 inserts: AtomicU64::new(0),
@@ -211,6 +214,13 @@ impl<S: SlotOps> Table<S> {
             hasher: options.hasher(),
         })
     }
+
+    /// The largest capacity a table may have: placement draws a bucket from 32 hash bits, so at
+    /// most 2^32 − 1 buckets of slots, less the headroom (the allocator may refuse far less).
+    pub(crate) const MAX_CAPACITY: usize = {
+        let slots = (u32::MAX as usize).saturating_mul(SLOTS_PER_BUCKET);
+        slots / (S::HEADROOM_DIVISOR + 1) * S::HEADROOM_DIVISOR
+    };
 
     /// Bytes a shard costs beyond its buckets and hints.
     const SHARD_OVERHEAD_BYTES: usize = core::mem::size_of::<CachePadded<ShardWriter>>();
@@ -547,15 +557,17 @@ impl<S> Table<S> {
     }
 }
 
-/// `len` values made by `make`, in one allocation that is reported as `error` if the allocator
-/// cannot provide it (rather than aborting the process).
+/// `len` values made by `make`, in one allocation, or the table's failed allocation of
+/// `table_bytes` if the allocator cannot provide it (rather than aborting the process).
 fn try_boxed_slice<T>(
     len: usize,
-    error: TableError,
+    table_bytes: usize,
     make: impl FnMut() -> T,
-) -> Result<Box<[T]>, TableError> {
+) -> Result<Box<[T]>, BuildError> {
     let mut values = Vec::new();
-    values.try_reserve_exact(len).map_err(|_| error)?;
+    values
+        .try_reserve_exact(len)
+        .map_err(|_| BuildError::AllocationFailed { bytes: table_bytes })?;
     values.extend(core::iter::repeat_with(make).take(len));
     Ok(values.into_boxed_slice())
 }

@@ -1,7 +1,4 @@
-//! A table's options: its size, its shards, what it does when full, its hash seed; and why a
-//! table cannot be built.
-
-use core::fmt;
+//! A table's options: its size, its shards, what it does when full, its hash seed.
 
 /// What a keyed table does with a new key when every slot the key may use holds a live entry.
 ///
@@ -44,72 +41,6 @@ pub enum WhenFull {
     /// exact limits.
     EvictClosestToFresh,
 }
-
-/// Why a keyed table could not be built.
-///
-/// ```
-/// use nanolimit::{Gcra, KeyedLimiter, TableError};
-///
-/// let zero = KeyedLimiter::<u64, _>::new(Gcra::per_second(1)?, 0);
-/// assert_eq!(zero.err(), Some(TableError::ZeroCapacity));
-/// let three_shards = KeyedLimiter::<u64, _>::builder(Gcra::per_second(1)?).shards(3).build();
-/// assert_eq!(three_shards.err(), Some(TableError::ShardsNotPowerOfTwo { shards: 3 }));
-/// # Ok::<(), nanolimit::QuotaError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TableError {
-    /// A capacity of zero keys.
-    ZeroCapacity,
-    /// A shard count that is zero or not a power of two.
-    ShardsNotPowerOfTwo {
-        /// The shard count asked for.
-        shards: usize,
-    },
-    /// More shards than the table has buckets' worth of slots (a shard would hold less than a
-    /// bucket), or more than 2^24 (a shard is named by the top bits of the 32 hash bits that
-    /// draw a key's bucket, and at least 8 are left to draw the bucket within the shard).
-    TooManyShards {
-        /// The shard count asked for.
-        shards: usize,
-        /// The most this capacity allows.
-        max: usize,
-    },
-    /// A capacity whose table would not fit in memory addressing, or would have more than
-    /// 2^32 buckets (about 2.3 × 10^10 keys: placement draws a bucket from 32 hash bits).
-    CapacityTooLarge {
-        /// The capacity asked for.
-        capacity: usize,
-    },
-    /// The allocator could not provide the table's memory.
-    AllocationFailed {
-        /// The bytes the table needs.
-        bytes: usize,
-    },
-}
-
-impl fmt::Display for TableError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            TableError::ZeroCapacity => f.write_str("keyed table capacity is zero"),
-            TableError::ShardsNotPowerOfTwo { shards } => {
-                write!(f, "keyed table shard count {shards} is not a power of two")
-            }
-            TableError::TooManyShards { shards, max } => write!(
-                f,
-                "keyed table shard count {shards} is above the {max} this capacity allows"
-            ),
-            TableError::CapacityTooLarge { capacity } => {
-                write!(f, "keyed table capacity {capacity} is too large to address")
-            }
-            TableError::AllocationFailed { bytes } => {
-                write!(f, "could not allocate {bytes} bytes for the keyed table")
-            }
-        }
-    }
-}
-
-impl std::error::Error for TableError {}
 
 /// The default capacity of a keyed table: 65,536 keys.
 pub(crate) const DEFAULT_CAPACITY: usize = 1 << 16;
