@@ -2,7 +2,7 @@
 //! and its release count share one slot word of the keyed table (src/quota/concurrency.rs); an
 //! acquire is the table's check (one compare-and-swap on the fast path), a release looks its
 //! key up again and applies the release step through the table's guarded driver
-//! (`apply_for_named_key` in src/keyed/protocol.rs), and an entry with nothing in flight is
+//! (`apply_if_present` in src/store/table/protocol.rs), and an entry with nothing in flight is
 //! fresh: the next new key that needs its slot reclaims it.
 //!
 //! Every unit a thread gets it uses in a *guarded section* of its key, as in the direct

@@ -1,5 +1,5 @@
-//! Loom models of the keyed table's slot protocol (src/keyed/protocol.rs, on the table of
-//! src/keyed/table.rs and the slots of src/keyed/slot.rs): concurrent inserts of one new key, an
+//! Loom models of the keyed table's slot protocol (src/store/table/protocol.rs, on the table of
+//! src/store/table/mod.rs and the slots of src/store/table/slot.rs): concurrent inserts of one new key, an
 //! insert reclaiming or evicting a slot while its old key is checked or peeked at, and checks of
 //! present keys racing with each other.
 //!

@@ -1,5 +1,5 @@
 //! Loom models of removing a key from a keyed table (`KeyedLimiter::remove`, "Removal" in
-//! src/keyed/protocol.rs): a removal racing a check of its key, and a removal whose slot is
+//! src/store/table/protocol.rs): a removal racing a check of its key, and a removal whose slot is
 //! reused by another key while a stale check of the removed key is under way.
 //!
 //! Tables as in `tests/keyed.rs`: one shard, one bucket (8 slots), a fixed seed, `Exact` keys

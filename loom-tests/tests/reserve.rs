@@ -1,5 +1,5 @@
-//! Loom models of reservations (src/throttle): bookings applied by the same compare-and-swap
-//! driver (src/driver.rs) and keyed slot protocol (src/keyed/protocol.rs) as checks, and
+//! Loom models of reservations (src/limiter/reservation.rs): bookings applied by the same compare-and-swap
+//! driver (src/engine/driver.rs) and keyed slot protocol (src/store/table/protocol.rs) as checks, and
 //! cancellations, which lower a state word (`Gcra::cancel_step`) through that driver, on a keyed
 //! table behind the driver guard's identity re-check.
 //!
@@ -734,6 +734,83 @@ fn keyed_a_cancelled_first_booking_never_hands_its_slot_back() {
                     removals: 0,
                     ..Stats::default()
                 }
+            );
+        },
+    );
+}
+
+/// The key whose booking is cancelled while a check of it stalls, and whose slot is then
+/// offered to [`ARRIVING_KEY`].
+const STALLED_KEY: u64 = 100;
+/// The key that arrives once [`STALLED_KEY`]'s cancellation has lowered its word.
+const ARRIVING_KEY: u64 = 200;
+
+/// A stalled check of one key never lands on the entry of a key that took its slot, even when a
+/// cancellation lowered the slot's word below the value the check loaded (an ABA: the loaded
+/// value returning to the slot under another key's identity).
+///
+/// Burst 2, `WhenFull::Deny`. Keys 101..108 used 2 units at `20T` (live throughout); key 100
+/// used 2 units at 0 (state `2T`). Then two threads: one books a unit for key 100 at 0 (start
+/// `T`, state `3T`), cancels it at 0 (state back to `2T`), and checks key 200 twice at `2T`; the
+/// other checks key 100 at `2T`, which, from the booked state `3T`, admits it (to `4T`).
+///
+/// Once the cancellation has lowered key 100's word to `2T`, that entry is fresh at `2T`, and key
+/// 200 would reclaim it from there with a first word of `3T`: the very value the check of key
+/// 100 may have loaded before the cancellation. Its compare-and-swap from `3T` would then land
+/// on key 200's entry, and key 200's second unit, which its own state allows, be denied. So the
+/// table must not hand the slot on while a word it held is not yet fresh: a cancellation marks
+/// its slot with the word it lowered, and the slot is reclaimed only once that word is fresh
+/// (here: not at `2T`, so key 200 is refused a slot). Whatever the order, a key 200 admitted
+/// once at `2T` is admitted twice.
+#[test]
+fn keyed_a_stalled_check_never_lands_on_the_key_that_took_its_lowered_slot() {
+    explore(
+        "reserve: keyed, stalled check vs cancellation and reclaim of its slot",
+        UNREACHED_PREEMPTION_BOUND,
+        || {
+            let table = Arc::new(one_bucket_table(2, WhenFull::Deny));
+            let two_units = |now_ns| Request::cost(2).at(at(now_ns));
+            for key in 101..108 {
+                assert!(table
+                    .check_with(&key, two_units(20 * T))
+                    .unwrap()
+                    .is_allowed());
+            }
+            assert!(table
+                .check_with(&STALLED_KEY, two_units(0))
+                .unwrap()
+                .is_allowed());
+            let booked = Arc::new(AtomicBool::new(false));
+            let canceller = {
+                let (table, booked) = (Arc::clone(&table), Arc::clone(&booked));
+                loom::thread::spawn(move || {
+                    let reservation = table
+                        .reserve_with(&STALLED_KEY, Reserve::unbounded(1, 0).request())
+                        .unwrap();
+                    assert_eq!(Booked::of(&reservation), Booked::granted(1, T));
+                    booked.store(true, Ordering::Release);
+                    reservation.cancel_at(at(0));
+                    let first = table.check_at(&ARRIVING_KEY, at(2 * T));
+                    let second = table.check_at(&ARRIVING_KEY, at(2 * T));
+                    (first, second)
+                })
+            };
+            let checker = {
+                let (table, booked) = (Arc::clone(&table), Arc::clone(&booked));
+                loom::thread::spawn(move || {
+                    while !booked.load(Ordering::Acquire) {
+                        loom::thread::yield_now();
+                    }
+                    table.check_at(&STALLED_KEY, at(2 * T))
+                })
+            };
+            let (first, second) = canceller.join().expect("the cancelling thread panicked");
+            let stalled = checker.join().expect("the checking thread panicked");
+            assert!(
+                !first.is_allowed() || second.is_allowed(),
+                "key {ARRIVING_KEY} was admitted at 2T ({first:?}), then denied at 2T \
+                 ({second:?}) though its state allows a second unit: key {STALLED_KEY}'s check \
+                 ({stalled:?}) was charged to it"
             );
         },
     );

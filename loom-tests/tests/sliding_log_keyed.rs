@@ -1,4 +1,4 @@
-//! Loom models of the keyed sliding log (src/keyed/log_slots.rs): each slot of the keyed table
+//! Loom models of the keyed sliding log (src/sliding_log/slots.rs): each slot of the keyed table
 //! has a log (the ring of records beside the table, the slot's state word as the log's
 //! position); a check of a present key runs the direct log's protocol on its slot, and an
 //! inserter that reuses a slot (reclaim, eviction) claims its state word, *seals* the position

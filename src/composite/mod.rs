@@ -60,7 +60,7 @@
 //! one that never held another key; one that reclaimed or evicted another key's slot counted
 //! that itself. Each refund writes a word no lower than the one its admission replaced, or
 //! into a slot no other key ever held: a slot's word never returns to a value it held under
-//! another key (see `src/keyed/protocol.rs` on why that keeps slots free of ABA).
+//! another key (see `src/store/table/protocol.rs` on why that keeps slots free of ABA).
 //!
 //! # Guarantees
 //!

@@ -140,7 +140,7 @@ impl SlotState for Concurrency {
 mod tests {
     use super::*;
 
-    /// The keyed table's slot markers (`src/keyed/slot.rs`).
+    /// The keyed table's slot markers (`src/store/table/slot.rs`).
     const VACANT: u64 = u64::MAX;
     const RESERVED: u64 = u64::MAX - 1;
 

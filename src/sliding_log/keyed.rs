@@ -60,7 +60,7 @@ pub const MAX_KEYED_LIMIT: u64 = 1_024;
 ///   hashes share one log (see the [`keyed`](crate::keyed) module); [`Exact`](crate::Exact) keys never do.
 ///
 /// How the log's protocol runs on the table's slots, and why an admission always counts in its
-/// own key's log, is in `src/keyed/log_slots.rs` (in these docs with
+/// own key's log, is in `src/sliding_log/slots.rs` (in these docs with
 /// `--document-private-items`).
 ///
 /// ```

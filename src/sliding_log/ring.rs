@@ -54,7 +54,7 @@
 //!
 //! The protocol runs on a [`Log`]: the position word and the records, borrowed. A direct
 //! limiter's [`Ring`] owns both; a keyed slot lends its state word as the position word, and
-//! the records beside the table (`src/keyed/log_slots.rs`), whose inserter also uses
+//! the records beside the table (`src/sliding_log/slots.rs`), whose inserter also uses
 //! [`Log::seal`] and [`Log::finish_held`] when it passes a slot to another key.
 
 use super::record::{self, MAX_UNITS_PER_REQUEST};
@@ -66,7 +66,7 @@ use crossbeam_utils::CachePadded;
 /// | bits | field | meaning |
 /// |---|---|---|
 /// | 0–61 | position | where the next request starts |
-/// | 62 | reuse flag | a keyed slot's: flipped each time the slot passes to another key, at the same position (`src/keyed/log_slots.rs`); 0 in a direct log |
+/// | 62 | reuse flag | a keyed slot's: flipped each time the slot passes to another key, at the same position (`src/sliding_log/slots.rs`); 0 in a direct log |
 /// | 63 | 0 | so that no position word is one of the keyed table's slot markers |
 ///
 /// Positions never reach bit 62: 2^62 units take 90 years at 1.6 · 10^9 units per second.

@@ -221,7 +221,7 @@ impl<'log, S: SlotOps> Logs<'log, S> {
         let shard = placement.shard();
         let judging_ns = reading_ns.max(self.table.new_key_floor(shard));
         loop {
-            let rank = |slot: &'log S, state: u64| self.rank(shard, slot, state, judging_ns);
+            let rank = |slot: &'log S, _, state| self.rank(shard, slot, state, judging_ns);
             let (slot, state) = match self.table.choose_slot(placement, None, rank) {
                 Ok(Candidate::Evictable { slot, state, .. }) => (slot, state),
                 Ok(_) => {
@@ -326,7 +326,7 @@ impl<'log, S: SlotOps> Insertion<'log, S> for LogInsertion<'log, '_, S> {
     }
 
     fn judge(&mut self, slot: &'log S, taken: Taken) -> Verdict<LogOutcome<'log>> {
-        let Taken::Evicted { previous } = taken else {
+        let Taken::Evicted { previous, .. } = taken else {
             return Verdict::Take;
         };
         // Evict only for a key the inherited log admits (as the other keyed limiters do), so
@@ -376,8 +376,8 @@ impl<'log, S: SlotOps> Insertion<'log, S> for LogInsertion<'log, '_, S> {
         let start = match taken {
             Taken::Vacant => 0,
             Taken::Removed { previous }
-            | Taken::Reclaimed { previous }
-            | Taken::Evicted { previous } => previous ^ REUSE_FLAG,
+            | Taken::Reclaimed { previous, .. }
+            | Taken::Evicted { previous, .. } => previous ^ REUSE_FLAG,
         };
         // The new key's first check, made before its identity is published: no other check of
         // it can come first, with a reading behind the floor. It fits (an empty log, one whose

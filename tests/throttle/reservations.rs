@@ -1653,3 +1653,107 @@ proptest! {
         }
     }
 }
+
+/// A cancellation lowers its key's word; the slot is still held to the word it was booked to: no
+/// new key reclaims it before that word is fresh (a check of the key that read the booked word
+/// could otherwise land on the new key's entry), and once it is, the new key starts from it.
+#[test]
+fn a_slot_whose_booking_was_cancelled_is_reclaimed_only_once_its_booked_word_is_fresh() {
+    // 1 per ms, bursts of 1. Keys 1..=7 hold their slots until 50 ms.
+    let quota = Gcra::per_second(1_000).unwrap().with_burst(1).unwrap();
+    let clock = ManualClock::new();
+    let table = eight_slots(quota, WhenFull::Deny, &clock);
+    for key in 1..=7u64 {
+        assert!(table.check_at(&key, at(49 * MILLISECOND_NS)).is_allowed());
+    }
+    // Key 0: a unit now (state 1 ms), then one booked to start at 1 ms (state 2 ms), cancelled:
+    // its state is back to 1 ms, and its unit is given back to it.
+    assert!(table.check_at(&0, at(0)).is_allowed());
+    let booked = book(&table, 0, 1, 0);
+    assert_eq!(booked.start(), at(MILLISECOND_NS));
+    booked.cancel_at(at(0));
+    let again = book(&table, 0, 1, 0);
+    assert_eq!(
+        again.start(),
+        at(MILLISECOND_NS),
+        "the cancelled unit is key 0's again"
+    );
+    again.cancel_at(at(0));
+    // At 1 ms key 0's state is fresh, but not the word it was booked to: key 100 is refused.
+    let early = table.check_at(&100, at(MILLISECOND_NS));
+    assert!(early.is_denied() && early.is_untracked(), "{early:?}");
+    assert_eq!(table.stats().reclaims, 0);
+    // At 2 ms the booked word is fresh too: key 100 takes the slot, from a fresh state.
+    let later = table.check_at(&100, at(2 * MILLISECOND_NS));
+    assert!(later.is_allowed() && !later.is_untracked(), "{later:?}");
+    assert_eq!(later.remaining(), 0);
+    assert_eq!(table.stats().reclaims, 1);
+}
+
+/// A shard records at most eight lowered slots whose booked words are still live: a ninth
+/// cancellation in that shard gives nothing back (its key keeps the unit it booked), and once a
+/// recorded word is fresh, cancellations give back again.
+#[test]
+fn a_shard_with_no_room_to_record_a_lowered_slot_gives_nothing_back() {
+    // 1 per ms, bursts of 1; one shard of 64 keys.
+    let quota = Gcra::per_second(1_000).unwrap().with_burst(1).unwrap();
+    let table = KeyedLimiter::builder(quota)
+        .capacity(64)
+        .shards(1)
+        .clock(ManualClock::new())
+        .exact_keys()
+        .build()
+        .unwrap();
+    // Nine keys each use a unit at 0 and book one more to start at 1 ms (state 2 ms).
+    let bookings: Vec<_> = (0..9u64)
+        .map(|key| {
+            assert!(table.check_at(&key, at(0)).is_allowed());
+            book(&table, key, 1, 0)
+        })
+        .collect();
+    let states_before: Vec<_> = (0..9u64)
+        .map(|key| {
+            table
+                .peek_with(&key, Request::new().at(at(0)))
+                .unwrap()
+                .state_word()
+        })
+        .collect();
+    for booking in bookings {
+        booking.cancel_at(at(0));
+    }
+    for key in 0..8u64 {
+        assert!(
+            table
+                .peek_with(&key, Request::new().at(at(0)))
+                .unwrap()
+                .state_word()
+                < states_before[key as usize],
+            "key {key}'s cancellation gave its unit back"
+        );
+    }
+    assert_eq!(
+        table
+            .peek_with(&8, Request::new().at(at(0)))
+            .unwrap()
+            .state_word(),
+        states_before[8],
+        "no room for a ninth lowered slot: key 8 keeps its booking"
+    );
+    // At 2 ms the recorded words are fresh: a cancellation then makes room and gives back.
+    assert!(table.check_at(&8, at(2 * MILLISECOND_NS)).is_allowed());
+    let late = book(&table, 8, 1, 2 * MILLISECOND_NS);
+    assert_eq!(late.start(), at(3 * MILLISECOND_NS));
+    let booked_word = table
+        .peek_with(&8, Request::new().at(at(2 * MILLISECOND_NS)))
+        .unwrap()
+        .state_word();
+    late.cancel_at(at(2 * MILLISECOND_NS));
+    assert!(
+        table
+            .peek_with(&8, Request::new().at(at(2 * MILLISECOND_NS)))
+            .unwrap()
+            .state_word()
+            < booked_word
+    );
+}

@@ -54,16 +54,18 @@ impl<S: SlotOps> Table<S> {
     /// none is to be had, how soon one frees. Only that last choice ranks entries, in a second
     /// pass over the slots, once the first (through the hint words) found no slot to take.
     ///
-    /// Freshness is judged by `rank` (of a slot and its state: `None` if equivalent to fresh,
-    /// else a rank as [`SlotState::freshness_rank`](crate::quota::SlotState::freshness_rank)),
-    /// which a state whose freshness is not a function of its word alone (a keyed sliding
-    /// log's, whose records live beside the table) answers from the slot.
+    /// Freshness is judged by `rank` (of a slot, its position and its state: `None` if
+    /// equivalent to fresh, else a rank as
+    /// [`SlotState::freshness_rank`](crate::quota::SlotState::freshness_rank)), which a state
+    /// whose freshness is not a function of its word alone answers from the slot (a keyed
+    /// sliding log's, whose records live beside the table) or from its position (a slot an undo
+    /// lowered, judged by the highest word it held: `lowered.rs`).
     #[inline]
     pub(crate) fn choose_slot<'table>(
         &'table self,
         placement: Placement,
         identity: Option<&S::Identity>,
-        rank: impl Fn(&'table S, u64) -> Option<u64>,
+        rank: impl Fn(&'table S, SlotPosition, u64) -> Option<u64>,
     ) -> Result<Candidate<'table, S>, Full> {
         // First pass: the key's own entry (live or removed) and the vacant slots, none of which
         // needs a rank, found through the hint words: under the insert lock, which every hint
@@ -153,7 +155,7 @@ impl<S: SlotOps> Table<S> {
                 // ORDERING: Acquire, as the lock-free lookup's load; these states are only
                 // judged here, and claimed by a CAS that fails if they changed.
                 let state = slot.state().load(Ordering::Acquire);
-                match rank(slot, state) {
+                match rank(slot, SlotPosition { bucket, index }, state) {
                     None => {
                         if reclaimable_count == 0 {
                             first_reclaimable = (index, state);

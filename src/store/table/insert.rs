@@ -21,10 +21,12 @@ pub(crate) enum Taken {
     /// The key's own removed entry, holding `previous`: it restarts from a key never seen.
     Removed { previous: u64 },
     /// An entry equivalent to fresh (another key's, or another key's removed entry), holding
-    /// `previous`.
-    Reclaimed { previous: u64 },
-    /// A live entry evicted for the new key, which inherits `previous`.
-    Evicted { previous: u64 },
+    /// `previous`, and judged by `judged`: the highest word the slot held since it was last
+    /// claimed (`previous`, unless an undo lowered it: `lowered.rs`).
+    Reclaimed { previous: u64, judged: u64 },
+    /// A live entry evicted for the new key, holding `previous`; the new key inherits `judged`
+    /// (as above).
+    Evicted { previous: u64, judged: u64 },
 }
 
 impl Taken {
@@ -33,8 +35,8 @@ impl Taken {
         match self {
             Taken::Vacant => None,
             Taken::Removed { previous }
-            | Taken::Reclaimed { previous }
-            | Taken::Evicted { previous } => Some(previous),
+            | Taken::Reclaimed { previous, .. }
+            | Taken::Evicted { previous, .. } => Some(previous),
         }
     }
 }
@@ -73,8 +75,8 @@ pub(crate) trait Insertion<'table, S: SlotOps> {
     /// slot keeps its key while the lock is held).
     fn found(&mut self, slot: &'table S, state: u64) -> Self::Decided;
 
-    /// How soon `slot`, holding `state`, frees at the judging time: `None` if it is equivalent
-    /// to a slot that never held a key, else a rank (smaller frees sooner).
+    /// How soon `slot`, judged by the word `state`, frees at the judging time: `None` if it is
+    /// equivalent to a slot that never held a key, else a rank (smaller frees sooner).
     fn rank(&self, slot: &'table S, state: u64) -> Option<u64>;
 
     /// Every slot the key may use is live, and the table does not evict: what `when_full`
@@ -90,9 +92,9 @@ pub(crate) trait Insertion<'table, S: SlotOps> {
         true
     }
 
-    /// For a reclaimed slot: a time word from which its `previous` word was as good as fresh,
+    /// For a reclaimed slot: a time word from which its `judged` word was as good as fresh,
     /// no later than the judging time (the shard's floor is raised to it).
-    fn fresh_since(&self, slot: &'table S, previous: u64) -> u64;
+    fn fresh_since(&self, slot: &'table S, judged: u64) -> u64;
 
     /// The new key's first word, to publish, and the decision; or no decision, when the key
     /// is to be decided as any present key is once its word is published.
@@ -111,7 +113,7 @@ impl<S: SlotOps> Table<S> {
     ) -> I::Decided {
         let shard = placement.shard();
         self.start_fetching_candidates(placement);
-        let lock = self.lock(shard);
+        let mut lock = self.lock(shard);
         // A new key is judged no earlier than the shard's floor (`protocol.rs`, "Keys that come
         // back"); a key found here after all is judged at its own reading.
         insertion.judge_from(self.new_key_floor(shard));
@@ -120,7 +122,12 @@ impl<S: SlotOps> Table<S> {
         // for again (the lock-free lookup may have read a stale hint word; the lock makes them
         // exact), in the same survey that chooses a slot for it.
         loop {
-            let rank = |slot: &'table S, state: u64| insertion.rank(slot, state);
+            // A slot an undo lowered is judged by the highest word it held (`lowered.rs`).
+            let lowered = lock.lowered();
+            let rank = |slot: &'table S, at, state| match lowered.is_empty() {
+                true => insertion.rank(slot, state),
+                false => insertion.rank(slot, lowered.judged_word(at, state)),
+            };
             let (slot, at, taken) = match self.choose_slot(placement, Some(identity), rank) {
                 Ok(Candidate::Holding { slot, state }) => return insertion.found(slot, state),
                 Ok(Candidate::Vacant { slot, at }) => (slot, at, Taken::Vacant),
@@ -128,10 +135,20 @@ impl<S: SlotOps> Table<S> {
                     (slot, at, Taken::Removed { previous: state })
                 }
                 Ok(Candidate::Reclaimable { slot, at, state }) => {
-                    (slot, at, Taken::Reclaimed { previous: state })
+                    let judged = lock.lowered().judged_word(at, state);
+                    let taken = Taken::Reclaimed {
+                        previous: state,
+                        judged,
+                    };
+                    (slot, at, taken)
                 }
                 Ok(Candidate::Evictable { slot, at, state }) => {
-                    (slot, at, Taken::Evicted { previous: state })
+                    let judged = lock.lowered().judged_word(at, state);
+                    let taken = Taken::Evicted {
+                        previous: state,
+                        judged,
+                    };
+                    (slot, at, taken)
                 }
                 Err(full) => {
                     let event = match self.when_full() {
@@ -155,6 +172,8 @@ impl<S: SlotOps> Table<S> {
                 if !claim(slot, previous) || !insertion.seal(slot, previous) {
                     continue;
                 }
+                // The new key starts above every word the slot held: its mark is spent.
+                lock.lowered_mut().clear(at);
             }
             // A reused entry that was another key's is counted as what reused it; a removed
             // key's (its hint cleared) was no longer a key's, and counts as an insert only.
@@ -163,11 +182,11 @@ impl<S: SlotOps> Table<S> {
                 Taken::Evicted { .. } if !self.is_detached(at) => Some(TableEvent::Eviction),
                 _ => None,
             };
-            if let Taken::Reclaimed { previous } = taken {
+            if let Taken::Reclaimed { judged, .. } = taken {
                 // Its key, should it come back with a reading from before its entry became
                 // fresh, must not start over from a fresh state there (nor, for a removed
                 // entry, a key that took it and is removed in turn: `protocol.rs`, "Removal").
-                self.raise_new_key_floor(shard, insertion.fresh_since(slot, previous));
+                self.raise_new_key_floor(shard, insertion.fresh_since(slot, judged));
             }
             self.count(&lock, TableEvent::Insert);
             if let Some(event) = event {
@@ -264,15 +283,15 @@ where
         }
     }
 
-    fn fresh_since(&self, _slot: &S, previous: u64) -> u64 {
-        self.quota.fresh_since_word(previous, self.now)
+    fn fresh_since(&self, _slot: &S, judged: u64) -> u64 {
+        self.quota.fresh_since_word(judged, self.now)
     }
 
     fn first(&mut self, _slot: &S, _taken: Taken) -> (u64, Option<Judged<Q::Instant>>) {
         // Stepped by `judge` from the state `inherited` names: a vacant slot starts fresh; a
         // reclaimed one from its fresh-equivalent state (the same decision, by definition); an
-        // evicted one inherits the evicted state. Either way the first word is greater than the
-        // previous one, which keeps stale checkers out (`protocol.rs`). The key's own removed
+        // evicted one inherits the evicted state. Either way the first word is greater than
+        // every word the slot held, which keeps stale checkers out (`protocol.rs`). The key's own removed
         // entry starts fresh: every word its slot held since another key's was this key's
         // (`protocol.rs`, "Removal").
         let first = self.first;
@@ -285,7 +304,7 @@ impl<Q: SlotState, O: Operation<Q>, I> StepInsertion<'_, Q, O, I> {
     fn inherited(&self, taken: Taken) -> u64 {
         match taken {
             Taken::Vacant | Taken::Removed { .. } => Q::FIRST,
-            Taken::Reclaimed { previous } | Taken::Evicted { previous } => previous,
+            Taken::Reclaimed { judged, .. } | Taken::Evicted { judged, .. } => judged,
         }
     }
 

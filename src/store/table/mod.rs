@@ -12,6 +12,7 @@
 //! | `protocol.rs` | checks, peeks, undos and removals on shared slots, and why they are ABA-free |
 //! | `insert.rs` | the one insert protocol, for every kind of state: the survey, the claim, the publication |
 //! | `choose.rs` | where a new key goes: the survey of its slots |
+//! | `lowered.rs` | the slots whose words an undo lowered, judged by the highest word they held |
 //!
 //! # Table layout
 //!
@@ -25,13 +26,14 @@
 //! # Concurrency
 //!
 //! Checks of a present key are lock-free; inserts of new keys, and removals of keys, take their
-//! shard's insert lock, which checks never take. `src/keyed/protocol.rs` states the protocol and why it is free of
+//! shard's insert lock, which checks never take. `src/store/table/protocol.rs` states the protocol and why it is free of
 //! ABA (in these docs with `cargo doc --document-private-items`); `loom-tests/` model-checks it.
 
 mod choose;
 mod hints;
 mod insert;
 mod key;
+mod lowered;
 mod options;
 mod placement;
 mod protocol;
@@ -52,6 +54,7 @@ use crate::engine::stats::Stats;
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
 use hints::HintMatches;
+use lowered::LoweredSlots;
 
 /// Slots per bucket: with [`Hashed`] keys a bucket is two 64-byte cache lines,
 /// each holding four (state, identity) pairs.
@@ -72,7 +75,9 @@ pub(crate) struct Bucket<S> {
 /// What inserts write in a shard, on a cache line of its own.
 #[derive(Debug)]
 struct ShardWriter {
-    insert_lock: Mutex<()>,
+    /// The insert lock, and the shard's slots whose words an undo lowered, which only its
+    /// holders read or write.
+    insert_lock: Mutex<LoweredSlots>,
     inserts: AtomicU64,
     reclaims: AtomicU64,
     refused_new_keys: AtomicU64,
@@ -93,7 +98,19 @@ struct ShardWriter {
 /// [`Table::count`] takes as proof that its caller is the shard's only writer of its counts.
 pub(crate) struct InsertLock<'table> {
     shard: usize,
-    _guard: MutexGuard<'table, ()>,
+    lowered: MutexGuard<'table, LoweredSlots>,
+}
+
+impl InsertLock<'_> {
+    /// The shard's lowered slots.
+    pub(crate) fn lowered(&self) -> &LoweredSlots {
+        &self.lowered
+    }
+
+    /// The shard's lowered slots, to change.
+    pub(crate) fn lowered_mut(&mut self) -> &mut LoweredSlots {
+        &mut self.lowered
+    }
 }
 
 /// Where a slot is among a key's candidates: its bucket in the key's shard and its index in
@@ -193,7 +210,7 @@ impl<S: SlotOps> Table<S> {
         let hints = try_boxed_slice(bucket_count, total_bytes, || AtomicU64::new(0))?;
         let writers = try_boxed_slice(shards, total_bytes, || {
             CachePadded::new(ShardWriter {
-                insert_lock: Mutex::new(()),
+                insert_lock: Mutex::new(LoweredSlots::default()),
                 inserts: AtomicU64::new(0),
                 reclaims: AtomicU64::new(0),
                 refused_new_keys: AtomicU64::new(0),
@@ -233,6 +250,12 @@ impl<S: SlotOps> Table<S> {
             self.shard_shift,
             self.buckets_per_shard,
         )
+    }
+
+    /// The slot at `at`.
+    #[inline]
+    pub(crate) fn slot_at(&self, at: SlotPosition) -> &S {
+        &self.bucket(at.bucket)[at.index]
     }
 
     /// The slots of `bucket` (a bucket of the table, as [`Placement`] names them).
@@ -421,7 +444,7 @@ impl<S: SlotOps> Table<S> {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         InsertLock {
             shard,
-            _guard: guard,
+            lowered: guard,
         }
     }
 

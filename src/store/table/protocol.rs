@@ -26,9 +26,10 @@
 //!
 //! - **Reservation and cancellation**: a reservation is a check whose step books ahead
 //!   ([`Reservable::reserve_step`](crate::Reservable::reserve_step)): the same fast path, slow
-//!   path and insert. A cancellation looks its key up again (never inserting it) and applies
-//!   the cancellation step through the same guarded driver as a check's slow path, so it only
-//!   ever changes a state while the slot holds its key.
+//!   path and insert. A cancellation takes the shard's insert lock, looks its key up again
+//!   (never inserting it), records the word it is about to lower (see "Why it is free of
+//!   ABA"), and applies the cancellation step through the same guarded driver as a check's slow
+//!   path: it only ever changes a state while the slot holds its key.
 //! - **Release of a keyed in-flight permit** ([`KeyedInFlightLimiter`]): applied as a
 //!   cancellation is (a fresh lookup, never an insert, then the guarded driver). Its key's entry
 //!   cannot have left its slot meanwhile: an entry with units in flight is never fresh, and that
@@ -41,10 +42,11 @@
 //!   then count the removal. Nothing else is written: the state word and the identity stay as
 //!   they were, and the entry, *detached*, is no longer the key's (see "Removal" below).
 //!
-//! - **Keyed sliding logs** run their own check and insert paths on the same table
-//!   (`log_slots.rs`): the state word is a log's position, and freshness is read from the
-//!   records beside the table (`Table::choose_slot`). Their words
-//!   are not monotonic across a reuse; `log_slots.rs` shows why none repeats.
+//! - **Keyed sliding logs** run their own checks on the same table, and insert through the same
+//!   protocol (`src/sliding_log/slots.rs` says what their words mean to it): the state word is
+//!   a log's position, and freshness is read from the records beside the table. Their words
+//!   are not monotonic across a reuse; `src/sliding_log/slots.rs` shows why none repeats. They
+//!   have no undo.
 //!
 //! The insert lock serialises inserts within one shard only; checks never take it, so a check of
 //! a present key never waits for an insert. The lock exists so that two threads inserting the
@@ -133,16 +135,17 @@
 //! identity was its key's. Every algorithm writes only values strictly greater than the value
 //! they replace, and a slot is reassigned only from a state that was fresh at the inserter's
 //! time, with a first state greater than it (the invariants of [`Quota`](crate::Quota)); so a state word never
-//! returns to a value observed under a previous key. A cancellation lowers a word, but never
-//! below the word its reservation replaced, which the same key wrote: the word may return to
-//! a value its own key held (harmless: the step is a function of the value alone), never to one
-//! of a previous key. One order escapes this argument (found in review, not yet closed): a
-//! check of key A loads the booked word `b`, A's reservation is cancelled back to `b0 < b`, and
-//! A's entry, fresh from `b0` on, is reclaimed by key B at a time before `b`; B's words start
-//! below `b` and may later equal it exactly, and A's stalled compare-and-swap would then land on
-//! B's entry. It needs that stall across a cancellation and a reclaim and B's word meeting `b`
-//! to the tick; closing it (a reclaim that starts above every word the slot held) is open
-//! work. A removal writes no word (its entry keeps its slot until it is reused by these same
+//! returns to a value observed under a previous key. An undo (a cancellation, a composite's
+//! refund) lowers a word, but never below the word its booking replaced, which the same key
+//! wrote: the word may return to a value its own key held (harmless: the step is a function of
+//! the value alone). Lowered, the entry may also be fresh at a time some value it held is not,
+//! and a new key reclaiming it from there could write that value again, under which a check of
+//! the old key that loaded it before the undo would land. So each undo records, under the
+//! shard's insert lock, the word it lowered (`lowered.rs`), and the insert judges such a slot
+//! by the highest word it held since its last claim: reclaimed only once that word is fresh,
+//! the new key's first word stepped from it (and the shard's floor raised to its fresh moment),
+//! or, evicted, inherited from it. An undo with no room for its record gives nothing back.
+//! A removal writes no word (its entry keeps its slot until it is reused by these same
 //! rules), so it neither adds to this nor closes it. An eviction keeps this by letting the new
 //! key inherit the evicted state, which it only increases. For window quotas this holds barring
 //! a full wrap of the stored index between one thread's load and its CAS, and barring readings
@@ -155,12 +158,13 @@ use super::insert::StepInsertion;
 use super::key::Located;
 use super::placement::Placement;
 use super::slot::{SlotOps, RESERVED};
-use super::{Candidate, Full, Table, WhenFull};
+use super::{Candidate, Full, SlotPosition, Table, WhenFull};
 use crate::engine::decision::{Judged, Outcome};
 use crate::engine::driver::{self, Applied, Attempt};
 use crate::engine::operation::Operation;
 use crate::quota::{SlotState, Step};
 use crate::sync::Ordering;
+use core::cell::Cell;
 
 /// A key as a later undo names it (a reservation's cancellation, a composite's refund, an
 /// in-flight permit's release): its hash and identity words, and how many slots its shard had
@@ -290,7 +294,8 @@ impl<S: SlotOps> Table<S> {
     ) -> Judged<Q::Instant> {
         // Judged as the insert would be: no earlier than the shard's floor.
         let now = quota.no_earlier_than(now, self.new_key_floor(placement.shard()));
-        let chosen = self.choose_slot(placement, None, |_, state| quota.freshness_rank(state, now));
+        let rank = |_: &S, _, state| quota.freshness_rank(state, now);
+        let chosen = self.choose_slot(placement, None, rank);
         let inherited = match chosen {
             // Never without an identity to look for.
             Ok(Candidate::Holding { state, .. }) => state,
@@ -329,7 +334,13 @@ impl<S: SlotOps> Table<S> {
 
     /// Applies `undo` (a reservation's cancellation, or a composite check's refund) to the state
     /// of the key a booking or an admission named, if the table still holds it and its shard has
-    /// reassigned no slot since that booking or admission.
+    /// reassigned no slot since that booking or admission (a key evicted or removed while its
+    /// reservation was pending may come back with a state that happens to equal the word the
+    /// booking wrote; undoing it then could return the slot to a value another key held).
+    ///
+    /// Under the shard's insert lock, which makes the reassignment count exact and keeps the
+    /// key in its slot, and which guards the record of the word the undo lowers
+    /// (`lowered.rs`): an undo with no room for that record gives nothing back.
     #[cold]
     pub(crate) fn undo<Q: SlotState>(
         &self,
@@ -339,14 +350,47 @@ impl<S: SlotOps> Table<S> {
         now: Q::Instant,
     ) {
         let at = self.locate_named(key);
-        let within_stay = UndoWithinStay {
-            undo,
-            table: self,
-            shard: self.place(key.hash).shard(),
-            reassignments: key.reassignments,
+        let placement = self.place(key.hash);
+        let shard = placement.shard();
+        let mut lock = self.lock(shard);
+        if self.reassignments(shard) != key.reassignments {
+            return;
+        }
+        let Some(position) = self.find_locked(placement, &at.identity) else {
+            return;
         };
-        // Nothing to do when nothing was given back (see `UndoWithinStay`).
-        let _ = self.apply_if_present(within_stay, &at, quota, now);
+        let obsolete = |marked: SlotPosition, high: u64| {
+            // ORDERING: Relaxed: under the insert lock, whose acquire orders this load after
+            // the undo that recorded the mark (the value read is its slot's word since then).
+            let state = self.slot_at(marked).state().load(Ordering::Relaxed);
+            if state < RESERVED && state >= high {
+                // The slot's word rose to its mark again: it is judged by that word.
+                return true;
+            }
+            if quota.freshness_rank(high, now).is_some() {
+                return false;
+            }
+            // Its highest word is fresh: no new key is judged before it was, so none starts
+            // at or below it.
+            self.raise_new_key_floor(shard, quota.fresh_since_word(high, now));
+            true
+        };
+        if lock.lowered_mut().make_room(position, obsolete).is_err() {
+            return;
+        }
+        let slot = self.slot_at(position);
+        let replaced = Cell::new(0);
+        let recording = Recording {
+            undo,
+            replaced: &replaced,
+        };
+        // ORDERING: Acquire, as the lookup's load: the driver updates the slot from this
+        // observation.
+        let observed = slot.state().load(Ordering::Acquire);
+        let applied = apply_to_slot(recording, slot, &at.identity, observed, quota, 0, now);
+        if applied.is_some_and(|judged| judged.outcome == Outcome::Allowed) {
+            lock.lowered_mut().record(position, replaced.get());
+        }
     }
 
     /// Where the key `key` names lives.
@@ -412,33 +456,25 @@ fn allowed_or_denied(allowed: bool) -> Outcome {
     }
 }
 
-/// A cancellation (or a composite check's refund) on a keyed slot: undoes the booking (the
-/// admission) only while the key's shard has reassigned no slot and removed no key since it (a
-/// key evicted or removed while its reservation was pending may come back with a state that
-/// happens to equal the word the booking wrote; undoing it then could return the slot to a
-/// value another key held).
-struct UndoWithinStay<'table, S, O> {
+/// An undo that notes the word its step replaces: once the driver's compare-and-swap lands,
+/// the last word stepped on is the one it lowered.
+struct Recording<'call, O> {
     undo: O,
-    table: &'table Table<S>,
-    shard: usize,
-    reassignments: u64,
+    replaced: &'call Cell<u64>,
 }
 
-impl<S, O: Copy> Clone for UndoWithinStay<'_, S, O> {
+impl<O: Copy> Clone for Recording<'_, O> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<S, O: Copy> Copy for UndoWithinStay<'_, S, O> {}
+impl<O: Copy> Copy for Recording<'_, O> {}
 
-impl<S: SlotOps, Q: SlotState, O: Operation<Q>> Operation<Q> for UndoWithinStay<'_, S, O> {
+impl<Q: SlotState, O: Operation<Q>> Operation<Q> for Recording<'_, O> {
     #[inline]
     fn step(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step {
-        // Called on a state loaded with Acquire ordering (see `Table::reassignments`).
-        if self.table.reassignments(self.shard) != self.reassignments {
-            return Step::Deny;
-        }
+        self.replaced.set(state);
         self.undo.step(quota, state, now, cost)
     }
 }
