@@ -32,14 +32,23 @@ pub trait DirectSubject: Sync {
     }
 }
 
-impl<Q: Quota, N: nanolimit::counters::Counting> DirectSubject
-    for nanolimit::Limiter<Q, QuantaClock, N>
-{
-    #[inline]
-    fn check(&self) -> bool {
-        nanolimit::Limiter::check(self).is_allowed()
-    }
+/// A direct limiter, counted or not: one impl per counters type (`RateLimit` would also do,
+/// but through a key the direct check ignores).
+macro_rules! direct_subject {
+    ($($counters:ty),+) => {$(
+        impl<Q: Quota> DirectSubject for nanolimit::Limiter<Q, QuantaClock, $counters> {
+            #[inline]
+            fn check(&self) -> bool {
+                nanolimit::Limiter::check(self).is_allowed()
+            }
+        }
+    )+};
 }
+
+direct_subject!(
+    nanolimit::counters::NoCounters,
+    nanolimit::counters::Counters
+);
 
 /// One GCRA budget leased into per-thread stripes: each call checks one unit on the calling
 /// thread's stripe, on the limiter's own clock, as the plain GCRA limiter's `check()`.

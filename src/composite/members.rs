@@ -10,8 +10,10 @@ mod private {
     use crate::engine::decision::Decision;
     use crate::engine::judge::Judge;
 
-    /// The core of a composite: sealed, and what only the crate calls.
-    pub trait MembersCore<K: ?Sized> {
+    /// The members of a [`Composite`](crate::composite::Composite) checked with keys of type
+    /// `K`: a tuple of two to four [`RateLimit`](crate::RateLimit)s, checked in the tuple's
+    /// order. Sealed and named only inside the crate: a composite's type names its tuple.
+    pub trait Members<K: ?Sized> {
         /// The members' quotas, in the members' order: what a composite's decision judges.
         type Quotas: Judge;
 
@@ -29,30 +31,13 @@ mod private {
         fn peek_all(&self, key: &K, cost: u64, now: Timestamp) -> Decision<Self::Quotas>;
     }
 }
-pub(crate) use private::MembersCore;
-
-/// The members of a [`Composite`](super::Composite) checked with keys of type `K`: a tuple of
-/// two to four [`RateLimit`]s, checked in the tuple's order. Sealed.
-///
-/// ```
-/// use nanolimit::composite::Members;
-/// use nanolimit::{Gcra, KeyedLimiter, Limiter};
-///
-/// fn are_members<K: ?Sized, M: Members<K>>(_: &M) {}
-/// let global = Limiter::new(Gcra::per_second(50_000)?);
-/// let per_ip = KeyedLimiter::<u32, _>::new(Gcra::per_second(100)?, 1_000)?;
-/// are_members::<u32, _>(&(&per_ip, &global));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub trait Members<K: ?Sized>: MembersCore<K> {}
-
-impl<K: ?Sized, T: MembersCore<K>> Members<K> for T {}
+pub(crate) use private::Members;
 
 /// Implements the core for tuples of members: `$count` members, at positions `$index`, of
 /// types `$member`.
 macro_rules! members_tuple {
     ($count:literal; $($index:tt $member:ident),+) => {
-        impl<K: ?Sized, $($member: RateLimit<K>),+> MembersCore<K> for ($($member,)+) {
+        impl<K: ?Sized, $($member: RateLimit<K>),+> Members<K> for ($($member,)+) {
             type Quotas = ($($member::Quota,)+);
 
             #[inline]
@@ -137,7 +122,7 @@ macro_rules! members_tuple {
 }
 
 /// The cold half of a composite check: the refunds after a denial.
-trait MembersRefund<K: ?Sized>: MembersCore<K> {
+trait MembersRefund<K: ?Sized>: Members<K> {
     /// The members' decisions, in the members' order.
     type Decisions;
 

@@ -5,7 +5,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | [`Composite`] and its operations; the protocol and its guarantees |
-//! | `members.rs` | [`Members`]: the members as a tuple, and the one core of every check |
+//! | `members.rs` | the members as a tuple (two to four), and the one core of every check |
 //!
 //! Members are two to four [`Limiter`](crate::Limiter)s and [`KeyedLimiter`](crate::KeyedLimiter)s,
 //! owned or behind references or [`Arc`](std::sync::Arc)s, of any of the word algorithms
@@ -104,13 +104,12 @@
 
 mod members;
 
-pub use members::Members;
+pub(crate) use members::Members;
 
 use crate::clock::Timestamp;
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
-use members::MembersCore;
 
 /// Several limits checked as one, all or nothing: see the [module documentation](self) for
 /// the members, the protocol and its guarantees.
@@ -194,7 +193,7 @@ impl<M> Composite<M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn check<K: ?Sized>(&self, key: &K) -> Decision<<M as MembersCore<K>>::Quotas>
+    pub fn check<K: ?Sized>(&self, key: &K) -> Decision<<M as Members<K>>::Quotas>
     where
         M: Members<K>,
     {
@@ -222,7 +221,7 @@ impl<M> Composite<M> {
         &self,
         key: &K,
         now: Timestamp,
-    ) -> Decision<<M as MembersCore<K>>::Quotas>
+    ) -> Decision<<M as Members<K>>::Quotas>
     where
         M: Members<K>,
     {
@@ -259,7 +258,7 @@ impl<M> Composite<M> {
         &self,
         key: &K,
         request: Request<()>,
-    ) -> Result<Decision<<M as MembersCore<K>>::Quotas>, RequestError>
+    ) -> Result<Decision<<M as Members<K>>::Quotas>, RequestError>
     where
         M: Members<K>,
     {
@@ -285,7 +284,7 @@ impl<M> Composite<M> {
     /// assert_eq!((peeked.binding(), peeked.headers().retry_after_seconds), (1, Some(60)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn peek<K: ?Sized>(&self, key: &K) -> Decision<<M as MembersCore<K>>::Quotas>
+    pub fn peek<K: ?Sized>(&self, key: &K) -> Decision<<M as Members<K>>::Quotas>
     where
         M: Members<K>,
     {
@@ -314,7 +313,7 @@ impl<M> Composite<M> {
         &self,
         key: &K,
         request: Request<()>,
-    ) -> Result<Decision<<M as MembersCore<K>>::Quotas>, RequestError>
+    ) -> Result<Decision<<M as Members<K>>::Quotas>, RequestError>
     where
         M: Members<K>,
     {

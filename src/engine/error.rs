@@ -4,21 +4,31 @@ use crate::clock::HumanDuration;
 use core::fmt;
 use std::time::Duration;
 
-/// Why a full-form request ([`Request`](crate::Request)) can never be judged.
+/// Why a request was not served as asked: either it can never be (its cost, its tier), or a
+/// wait for it could not start in time.
 ///
-/// Not "not now": waiting will never make such a request pass. It is reported apart from a
-/// denied [`Decision`](crate::Decision) so that a caller can tell a client to split the request
-/// (an HTTP server might answer 413 rather than 429).
+/// The first kind is not "not now": waiting will never make such a request pass, and it is
+/// reported apart from a denied [`Decision`](crate::Decision) so that a caller can tell a client
+/// to split the request (an HTTP server might answer 413 rather than 429). The second kind
+/// comes only from waits (`wait`, `until_ready`), which report a start they cannot meet
+/// instead of a denial; [`retry_after`](Self::retry_after) says when trying again may succeed.
 ///
 /// ```
 /// use nanolimit::{Gcra, Limiter, ManualClock, Request, RequestError};
+/// use std::time::Duration;
 ///
 /// let limiter = Limiter::with_clock(Gcra::per_second(10)?, ManualClock::new());
 /// assert_eq!(
 ///     limiter.check_with(Request::cost(11)).unwrap_err(),
 ///     RequestError::CostAboveLimit { cost: 11, limit: 10 }
 /// );
-/// # Ok::<(), nanolimit::QuotaError>(())
+/// // Ten units now; an eleventh would wait 100 ms, more than the 10 ms allowed.
+/// assert!(limiter.check_with(Request::cost(10))?.is_allowed());
+/// let soon = Request::new().max_wait(Duration::from_millis(10));
+/// let error = limiter.wait_with(soon).unwrap_err();
+/// assert_eq!(error, RequestError::WaitTooLong { wait: Duration::from_millis(100) });
+/// assert_eq!(error.retry_after(), Some(Duration::from_millis(100)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -34,6 +44,31 @@ pub enum RequestError {
     /// GCRA tick, another window length), so its state cannot be shared with this limiter's.
     /// Make tiers with the limiter that uses them.
     ForeignTier,
+    /// A wait would have had to last `wait`, longer than the request's maximum wait
+    /// ([`Request::max_wait`](crate::Request::max_wait)): a deadline it cannot meet, or a full
+    /// [`LeakyBucket`](crate::LeakyBucket) queue. Nothing was booked.
+    WaitTooLong {
+        /// How long it would have had to wait.
+        wait: Duration,
+    },
+    /// A wait found a keyed table full of live keys, with no slot for its key
+    /// ([`WhenFull::Deny`](crate::WhenFull::Deny)). Nothing was booked.
+    TableFull {
+        /// How long until a slot frees for it, at least 1 ns.
+        retry_after: Duration,
+    },
+}
+
+impl RequestError {
+    /// For a wait that could not start in time, how long until trying again may succeed;
+    /// `None` for a request that can never pass as it is.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match *self {
+            RequestError::WaitTooLong { wait } => Some(wait),
+            RequestError::TableFull { retry_after } => Some(retry_after),
+            RequestError::CostAboveLimit { .. } | RequestError::ForeignTier => None,
+        }
+    }
 }
 
 impl fmt::Display for RequestError {
@@ -45,6 +80,14 @@ impl fmt::Display for RequestError {
             ),
             RequestError::ForeignTier => f.write_str(
                 "the request's tier was made by a limiter whose quota counts in other units",
+            ),
+            RequestError::WaitTooLong { wait } => write!(
+                f,
+                "the request would have to wait {wait:?}, longer than its maximum wait"
+            ),
+            RequestError::TableFull { retry_after } => write!(
+                f,
+                "the keyed table is full of live keys; a slot frees in {retry_after:?}"
             ),
         }
     }

@@ -5,7 +5,6 @@ use super::core::Core;
 use super::counters;
 use super::counters::{Counters, Counting, NoCounters};
 use super::reservation::Reservation;
-use super::wait::WaitError;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
@@ -351,26 +350,26 @@ impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// assert!(limiter.now() >= start);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wait(&self) -> Result<Timestamp, WaitError> {
+    pub fn wait(&self) -> Result<Timestamp, RequestError> {
         self.wait_with(Request::new())
     }
 
     /// Waits until `request` may start: books it ([`reserve_with`](Self::reserve_with)), then
     /// blocks until its start, plus its [`jitter`](Request::jitter). The deadline form: with a
     /// [`max_wait`](Request::max_wait), a request that could not start within it returns
-    /// [`WaitError::TooLong`] at once, booking nothing.
+    /// [`RequestError::WaitTooLong`] at once, booking nothing.
     ///
     /// ```
-    /// use nanolimit::{Gcra, Limiter, Request, WaitError};
+    /// use nanolimit::{Gcra, Limiter, Request, RequestError};
     /// use std::time::Duration;
     ///
     /// let limiter = Limiter::new(Gcra::per_minute(1)?);
     /// limiter.wait()?;
     /// let within_a_second = Request::new().max_wait(Duration::from_secs(1));
-    /// assert!(matches!(limiter.wait_with(within_a_second), Err(WaitError::TooLong { .. })));
+    /// assert!(matches!(limiter.wait_with(within_a_second), Err(RequestError::WaitTooLong { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wait_with(&self, request: Request<Q>) -> Result<Timestamp, WaitError> {
+    pub fn wait_with(&self, request: Request<Q>) -> Result<Timestamp, RequestError> {
         self.core.wait_with((), request)
     }
 
@@ -393,16 +392,16 @@ impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// # }
     /// ```
     #[cfg(feature = "tokio")]
-    pub async fn until_ready(&self) -> Result<Timestamp, WaitError> {
+    pub async fn until_ready(&self) -> Result<Timestamp, RequestError> {
         self.until_ready_with(Request::new()).await
     }
 
     /// Waits asynchronously until `request` may start (feature `tokio`), plus its
     /// [`jitter`](Request::jitter); with a [`max_wait`](Request::max_wait), returns
-    /// [`WaitError::TooLong`] at once if it could not start within it.
+    /// [`RequestError::WaitTooLong`] at once if it could not start within it.
     ///
     /// ```
-    /// use nanolimit::{Gcra, Limiter, Request, TokioClock, WaitError};
+    /// use nanolimit::{Gcra, Limiter, Request, RequestError, TokioClock};
     /// use std::time::Duration;
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -410,12 +409,12 @@ impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// let limiter = Limiter::with_clock(Gcra::per_second(1)?, TokioClock::new());
     /// limiter.until_ready().await?;
     /// let soon = Request::new().max_wait(Duration::from_millis(500));
-    /// assert!(matches!(limiter.until_ready_with(soon).await, Err(WaitError::TooLong { .. })));
+    /// assert!(matches!(limiter.until_ready_with(soon).await, Err(RequestError::WaitTooLong { .. })));
     /// # Ok(())
     /// # }
     /// ```
     #[cfg(feature = "tokio")]
-    pub async fn until_ready_with(&self, request: Request<Q>) -> Result<Timestamp, WaitError> {
+    pub async fn until_ready_with(&self, request: Request<Q>) -> Result<Timestamp, RequestError> {
         self.core.until_ready_with((), request).await
     }
 }

@@ -49,7 +49,6 @@ use super::core::Core;
 use super::counters;
 use super::counters::{Counting, NoCounters};
 use super::reservation::Reservation;
-use super::wait::WaitError;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
@@ -61,6 +60,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 pub use super::keyed_builder::KeyedBuilder;
+
 pub use crate::store::table::{Exact, ExactKey, Hashed, KeyMode, WhenFull};
 
 /// A rate limiter with one state per key: client IPs, user ids, API keys, flow tuples.
@@ -506,26 +506,26 @@ impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimite
     /// assert!(limiter.now() >= start);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wait(&self, key: &K) -> Result<Timestamp, WaitError> {
+    pub fn wait(&self, key: &K) -> Result<Timestamp, RequestError> {
         self.wait_with(key, Request::new())
     }
 
     /// Waits until `request` for `key` may start: books it
     /// ([`reserve_with`](Self::reserve_with)), then blocks until its start, plus its
     /// [`jitter`](Request::jitter). With a [`max_wait`](Request::max_wait), a request that
-    /// could not start within it returns [`WaitError::TooLong`] at once, booking nothing.
+    /// could not start within it returns [`RequestError::WaitTooLong`] at once, booking nothing.
     ///
     /// ```
-    /// use nanolimit::{Gcra, KeyedLimiter, Request, WaitError};
+    /// use nanolimit::{Gcra, KeyedLimiter, Request, RequestError};
     /// use std::time::Duration;
     ///
     /// let limiter = KeyedLimiter::<u32, _>::new(Gcra::per_hour(1)?, 1_000)?;
     /// limiter.wait(&1)?;
     /// let request = Request::new().max_wait(Duration::from_secs(1));
-    /// assert!(matches!(limiter.wait_with(&1, request), Err(WaitError::TooLong { .. })));
+    /// assert!(matches!(limiter.wait_with(&1, request), Err(RequestError::WaitTooLong { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wait_with(&self, key: &K, request: Request<Q>) -> Result<Timestamp, WaitError> {
+    pub fn wait_with(&self, key: &K, request: Request<Q>) -> Result<Timestamp, RequestError> {
         self.core.wait_with(self.locate(key), request)
     }
 
@@ -548,19 +548,19 @@ impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimite
     /// # }
     /// ```
     #[cfg(feature = "tokio")]
-    pub async fn until_ready(&self, key: &K) -> Result<Timestamp, WaitError> {
+    pub async fn until_ready(&self, key: &K) -> Result<Timestamp, RequestError> {
         self.until_ready_with(key, Request::new()).await
     }
 
     /// Waits asynchronously until `request` for `key` may start (feature `tokio`), plus its
     /// [`jitter`](Request::jitter); with a [`max_wait`](Request::max_wait), returns
-    /// [`WaitError::TooLong`] at once if it could not start within it.
+    /// [`RequestError::WaitTooLong`] at once if it could not start within it.
     #[cfg(feature = "tokio")]
     pub async fn until_ready_with(
         &self,
         key: &K,
         request: Request<Q>,
-    ) -> Result<Timestamp, WaitError> {
+    ) -> Result<Timestamp, RequestError> {
         self.core.until_ready_with(self.locate(key), request).await
     }
 }

@@ -2,8 +2,9 @@
 
 use super::direct::Limiter;
 use super::reservation::Reservation;
-use super::wait::{block_until_start, WaitError};
+use super::wait::block_until_start;
 use crate::clock::{Clock, QuantaClock, Timestamp};
+use crate::engine::error::RequestError;
 use crate::quota::QuotaError;
 use crate::quota::{Gcra, Reservable};
 use std::time::Duration;
@@ -118,7 +119,7 @@ impl<C: Clock> LeakyBucket<C> {
     }
 
     /// Joins the queue and blocks until leaving it; returns the instant it left, or
-    /// [`WaitError::TooLong`] at once if the queue was full.
+    /// [`RequestError::WaitTooLong`] at once if the queue was full.
     ///
     /// ```
     /// use nanolimit::LeakyBucket;
@@ -129,7 +130,7 @@ impl<C: Clock> LeakyBucket<C> {
     /// assert!(queue.limiter().now() >= left);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wait(&self) -> Result<Timestamp, WaitError> {
+    pub fn wait(&self) -> Result<Timestamp, RequestError> {
         block_until_start(Ok(self.enqueue()), Duration::ZERO, &self.limiter.core.clock)
     }
 
@@ -153,7 +154,7 @@ impl<C: Clock> LeakyBucket<C> {
     }
 
     /// Joins the queue and waits asynchronously until leaving it (feature `tokio`); returns
-    /// [`WaitError::TooLong`] at once if the queue was full. Dropping the future before it
+    /// [`RequestError::WaitTooLong`] at once if the queue was full. Dropping the future before it
     /// leaves the queue gives its place back (as [`Reservation::cancel`] does).
     ///
     /// ```
@@ -170,7 +171,7 @@ impl<C: Clock> LeakyBucket<C> {
     /// # }
     /// ```
     #[cfg(feature = "tokio")]
-    pub async fn until_ready(&self) -> Result<Timestamp, WaitError> {
+    pub async fn until_ready(&self) -> Result<Timestamp, RequestError> {
         super::ready::sleep_until_start(Ok(self.enqueue()), Duration::ZERO, self.limiter.clock())
             .await
     }

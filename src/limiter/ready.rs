@@ -3,7 +3,7 @@
 use super::core::Core;
 use super::counters::Counting;
 use super::reservation::Reservation;
-use super::wait::{random_up_to, WaitError};
+use super::wait::random_up_to;
 use crate::clock::{Clock, Timestamp};
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
@@ -38,7 +38,7 @@ pub(crate) async fn sleep_until_start(
     reservation: Result<Reservation<'_>, RequestError>,
     jitter: Duration,
     clock: &impl Clock,
-) -> Result<Timestamp, WaitError> {
+) -> Result<Timestamp, RequestError> {
     let reservation = reservation?.granted()?;
     let start = reservation.start();
     let wake = start.saturating_add(random_up_to(jitter));
@@ -59,7 +59,7 @@ impl<Q: Reservable, S: Store, C: Clock, N: Counting> Core<Q, S, C, N> {
         &self,
         at: S::At,
         request: Request<Q>,
-    ) -> Result<Timestamp, WaitError> {
+    ) -> Result<Timestamp, RequestError> {
         sleep_until_start(self.reserve_with(at, request), request.jitter, &self.clock).await
     }
 }

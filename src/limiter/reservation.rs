@@ -2,7 +2,7 @@
 
 use super::core::Core;
 use super::counters::Counting;
-use super::wait::{block_until_start, WaitError};
+use super::wait::block_until_start;
 use crate::clock::{Clock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
@@ -316,7 +316,11 @@ impl<Q: Reservable, S: Store, C: Clock, N: Counting> Core<Q, S, C, N> {
     }
 
     /// Blocks until `request` for the key at `at` may start (plus its jitter): the start.
-    pub(crate) fn wait_with(&self, at: S::At, request: Request<Q>) -> Result<Timestamp, WaitError> {
+    pub(crate) fn wait_with(
+        &self,
+        at: S::At,
+        request: Request<Q>,
+    ) -> Result<Timestamp, RequestError> {
         block_until_start(self.reserve_with(at, request), request.jitter, &self.clock)
     }
 

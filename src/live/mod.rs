@@ -23,7 +23,7 @@ use crate::engine::operation::Consume;
 use crate::engine::request::{Request, Tier};
 use crate::limiter::core::Core;
 use crate::limiter::counters::NoCounters;
-use crate::quota::Adjustable;
+use crate::quota::Quota;
 use crate::quota::QuotaError;
 use crate::store::word::Word;
 use crate::sync::Mutex;
@@ -67,7 +67,7 @@ use quota_cell::QuotaCell;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
-pub struct LiveLimiter<Q: Adjustable, C: Clock = QuantaClock> {
+pub struct LiveLimiter<Q: Quota, C: Clock = QuantaClock> {
     /// The state, the judging lead, the clock, and (as its quota) the one the limiter was
     /// built with, whose units the state counts in.
     core: Core<Q, Word, C, NoCounters>,
@@ -77,7 +77,7 @@ pub struct LiveLimiter<Q: Adjustable, C: Clock = QuantaClock> {
     changing: Mutex<()>,
 }
 
-impl<Q: Adjustable> LiveLimiter<Q, QuantaClock> {
+impl<Q: Quota> LiveLimiter<Q, QuantaClock> {
     /// A live limiter on the default clock ([`QuantaClock`]), starting with `quota`.
     ///
     /// ```
@@ -92,7 +92,7 @@ impl<Q: Adjustable> LiveLimiter<Q, QuantaClock> {
     }
 }
 
-impl<Q: Adjustable, C: Clock> LiveLimiter<Q, C> {
+impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// A live limiter reading time from `clock`, starting with `quota`, whose units its state
     /// keeps for good (later quotas are expressed in them, as tiers are).
     ///

@@ -132,9 +132,8 @@ mod private {
         }
     }
 
-    /// Seals [`Adjustable`](super::Adjustable): a quota as a few words, so that a
-    /// [`LiveLimiter`](crate::LiveLimiter) can publish a new one to racing checks
-    /// (`src/live/quota_cell.rs`).
+    /// A quota as a few words, so that a [`LiveLimiter`](crate::LiveLimiter) can publish a
+    /// new one to racing checks (`src/live/quota_cell.rs`): every [`Quota`](super::Quota) is.
     pub trait Encoded: Sized {
         /// Every field of the quota, in [`QUOTA_WORDS`](super::QUOTA_WORDS) words (unused ones
         /// zero).
@@ -150,24 +149,6 @@ pub(crate) use state::SlotState;
 /// The most words a quota is encoded in, for a [`LiveLimiter`](crate::LiveLimiter) (GCRA's
 /// seven fields).
 pub(crate) const QUOTA_WORDS: usize = 7;
-
-/// A quota a [`LiveLimiter`](crate::LiveLimiter) can change at runtime: [`Gcra`],
-/// [`SlidingWindow`] and [`FixedWindow`]. Sealed.
-///
-/// ```
-/// use nanolimit::{Adjustable, Gcra, LiveLimiter};
-///
-/// fn live<Q: Adjustable>(quota: Q) -> LiveLimiter<Q> {
-///     LiveLimiter::new(quota)
-/// }
-/// assert_eq!(live(Gcra::per_second(5)?).quota().limit(), 5);
-/// # Ok::<(), nanolimit::QuotaError>(())
-/// ```
-pub trait Adjustable: Quota + Encoded {}
-
-impl Adjustable for Gcra {}
-impl Adjustable for SlidingWindow {}
-impl Adjustable for FixedWindow {}
 
 /// A rate-limiting algorithm and its quota: a pure function from (state word, now, cost) to
 /// (new state word, decision), plus the read-only views a [`Decision`](crate::Decision) needs.
@@ -202,7 +183,7 @@ impl Adjustable for FixedWindow {}
 /// assert_eq!(quota.remaining(word, now), 0);
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
-pub trait Quota: SlotState + Sealed {
+pub trait Quota: SlotState + Sealed + Encoded {
     /// The state word of a key never seen before.
     const FRESH: u64 = 0;
 

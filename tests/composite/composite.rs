@@ -9,7 +9,7 @@
 //! - Threads on a frozen clock: no member ever admits more than its limit, and every unit a
 //!   window member holds is one an allowed composite check consumed (the refunds are exact).
 
-use nanolimit::composite::{Composite, Members};
+use nanolimit::composite::Composite;
 use nanolimit::{
     Clock, Decision, FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request,
     RequestError, SlidingWindow, Step, StripedLimiter, Timestamp,
@@ -411,29 +411,26 @@ fn members_behind_arcs_share_one_global_limit() {
     assert_eq!(admin.members().0.peek().remaining(), 9);
 }
 
-/// Runs one thread per composite, each making `checks` checks at `now` of the (key, cost)
-/// `key_and_cost(thread, check)` gives (keys below 64); returns the cost each thread had
-/// admitted per key.
-fn run_threads<M: Members<u64> + Sync>(
-    composites: Vec<Composite<M>>,
+/// Runs `threads` threads, each making `checks` checks at `now` of the (key, cost)
+/// `key_and_cost(thread, check)` gives (keys below 64) through `check(thread, key, request)`
+/// (the thread's own composite's check: whether it admitted the request); returns the cost each
+/// thread had admitted per key.
+fn run_threads(
+    threads: usize,
     checks: u64,
     now: Timestamp,
     key_and_cost: impl Fn(u64, u64) -> (u64, u64) + Sync,
+    check: impl Fn(usize, u64, Request<()>) -> bool + Sync,
 ) -> Vec<Vec<u64>> {
-    let key_and_cost = &key_and_cost;
+    let (key_and_cost, check) = (&key_and_cost, &check);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = composites
-            .iter()
-            .enumerate()
-            .map(|(thread, limits)| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
                 scope.spawn(move || {
                     let mut admitted = vec![0u64; 64];
-                    for check in 0..checks {
-                        let (key, cost) = key_and_cost(thread as u64, check);
-                        let decision = limits
-                            .check_with(&key, Request::cost(cost).at(now))
-                            .unwrap();
-                        if decision.is_allowed() {
+                    for index in 0..checks {
+                        let (key, cost) = key_and_cost(thread as u64, index);
+                        if check(thread, key, Request::cost(cost).at(now)) {
                             admitted[key as usize] += cost;
                         }
                     }
@@ -478,14 +475,19 @@ fn on_a_frozen_clock_no_member_ever_over_admits_and_window_refunds_are_exact() {
         })
         .collect();
     let now = clock.now();
+    let composites: Vec<_> = own_limits
+        .iter()
+        .map(|own| Composite::new((own.as_ref(), per_key_window.as_ref(), global.as_ref())))
+        .collect();
     let admitted_per_key = run_threads(
-        own_limits
-            .iter()
-            .map(|own| Composite::new((own.as_ref(), per_key_window.as_ref(), global.as_ref())))
-            .collect(),
+        composites.len(),
         CHECKS,
         now,
         |thread, check| ((check * 7 + thread) % KEYS, 1 + check % 3),
+        |thread, key, request| {
+            let decision = composites[thread].check_with(&key, request).unwrap();
+            decision.is_allowed()
+        },
     );
     let mut global_admitted = 0;
     for key in 0..KEYS {
@@ -617,14 +619,19 @@ fn on_a_frozen_clock_a_striped_global_member_admits_at_most_its_budget() {
         })
         .collect();
     let now = clock.now();
+    let composites: Vec<_> = own_limits
+        .iter()
+        .map(|own| Composite::new((own, &global)))
+        .collect();
     let admitted = run_threads(
-        own_limits
-            .iter()
-            .map(|own| Composite::new((own, &global)))
-            .collect(),
+        composites.len(),
         CHECKS,
         now,
         |thread, check| ((check * 5 + thread) % KEYS, 1 + check % 2),
+        |thread, key, request| {
+            let decision = composites[thread].check_with(&key, request).unwrap();
+            decision.is_allowed()
+        },
     );
     let global_admitted: u64 = admitted.iter().flatten().sum();
     let held: u64 = (0..4).map(|stripe| global.held_units(stripe)).sum();

@@ -284,7 +284,7 @@ proptest! {
 /// `quotas` (the first the limiters' own).
 fn assert_a_live_limiter_is_a_limiter_under_the_current_tier<Q>(quotas: &[Q], seed: u64)
 where
-    Q: nanolimit::Adjustable + PartialEq,
+    Q: nanolimit::Quota + PartialEq,
 {
     let mut rng = StdRng::seed_from_u64(seed);
     let live = LiveLimiter::with_clock(quotas[0], ManualClock::new());

@@ -26,7 +26,7 @@ use crate::common::{
 };
 use nanolimit::{
     Exact, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, QuotaError, Request, RequestError,
-    Reservable, Reservation, Step, Timestamp, WaitError, WhenFull,
+    Reservable, Reservation, Step, Timestamp, WhenFull,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
@@ -1177,7 +1177,7 @@ fn a_cost_above_the_burst_is_denied() {
             limiter.reserve_with(above.max_wait(Duration::MAX)).err(),
             Some(error)
         );
-        assert_eq!(limiter.wait_with(above), Err(WaitError::Request(error)));
+        assert_eq!(limiter.wait_with(above), Err(error));
         let table = KeyedLimiter::<u64, _>::builder(quota)
             .capacity(8)
             .clock(ManualClock::new())
@@ -1592,7 +1592,10 @@ fn reservations_at_and_near_the_horizon_are_refused_past_it() {
         assert_eq!(refused.start(), Timestamp::HORIZON);
         refused.cancel();
     }
-    assert!(matches!(limiter.wait(), Err(WaitError::TooLong { .. })));
+    assert!(matches!(
+        limiter.wait(),
+        Err(RequestError::WaitTooLong { .. })
+    ));
     assert_eq!(limiter.peek().state_word(), word);
     // From 2 s before: at once, in 1 s, in 2 s (at the horizon), then refused.
     let limiter = Limiter::with_clock(

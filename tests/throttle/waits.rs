@@ -2,7 +2,7 @@
 //! order, with no re-checks, and no real time passes.
 
 use nanolimit::{
-    Clock, Gcra, KeyedLimiter, LeakyBucket, Limiter, ManualClock, Request, Timestamp, WaitError,
+    Clock, Gcra, KeyedLimiter, LeakyBucket, Limiter, ManualClock, Request, RequestError, Timestamp,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -113,7 +113,7 @@ fn a_wait_that_cannot_meet_its_deadline_returns_at_once_and_books_nothing() {
     let deadline = Request::new().max_wait(Duration::from_millis(999));
     assert_eq!(
         limiter.wait_with(deadline),
-        Err(WaitError::TooLong {
+        Err(RequestError::WaitTooLong {
             wait: Duration::from_secs(1)
         })
     );
@@ -123,7 +123,7 @@ fn a_wait_that_cannot_meet_its_deadline_returns_at_once_and_books_nothing() {
     assert_eq!(reservation.delay(), Duration::from_secs(1));
     assert!(matches!(
         limiter.wait_with(Request::cost(2)),
-        Err(WaitError::Request(_))
+        Err(RequestError::CostAboveLimit { cost: 2, .. })
     ));
 }
 
@@ -136,7 +136,7 @@ fn a_full_leaky_bucket_drops_the_waiter_at_once() {
     assert_eq!(waiting.delay(), Duration::from_millis(100));
     assert_eq!(
         queue.wait(),
-        Err(WaitError::TooLong {
+        Err(RequestError::WaitTooLong {
             wait: Duration::from_millis(200)
         })
     );

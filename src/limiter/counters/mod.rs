@@ -53,7 +53,7 @@
 //! - Totals are `u64` counts modulo 2^64, as hardware and Prometheus counters are: a count of
 //!   units wraps after 2^64 units (1.8·10^19: 585 years of 10^9 units per second).
 //! - Off (the default), a check is exactly the uncounted one: whether a limiter counts is its
-//!   last type parameter ([`Counting`]: [`NoCounters`] or [`Counters`]), so the compiler
+//!   last type parameter ([`NoCounters`] or [`Counters`]), so the compiler
 //!   leaves no trace of counting in a limiter without counters.
 //!
 //! # Metrics names (feature `metrics`)
@@ -116,27 +116,15 @@ mod sealed {
         /// Sets `stats`' check figures to the counts so far (nothing, for `NoCounters`).
         fn add_to(&self, stats: &mut Stats);
     }
-}
 
-/// Whether a limiter counts its checks: its last type parameter, [`NoCounters`] (the default)
-/// or [`Counters`] (`with_counters()`). A type, not a flag, so that a limiter without counters
-/// compiles to exactly the check it had before counters existed: not even a branch.
-///
-/// ```
-/// use nanolimit::counters::{Counters, Counting, NoCounters};
-/// use nanolimit::{Gcra, Limiter, QuantaClock};
-///
-/// fn calls<N: Counting>(limiter: &Limiter<Gcra, QuantaClock, N>) -> u64 {
-///     limiter.stats().calls()
-/// }
-/// let plain: Limiter<Gcra, QuantaClock, NoCounters> = Limiter::new(Gcra::per_second(5)?);
-/// let counted: Limiter<Gcra, QuantaClock, Counters> = Limiter::new(Gcra::per_second(5)?).with_counters();
-/// let _ = plain.check();
-/// let _ = counted.check();
-/// assert_eq!((calls(&plain), calls(&counted)), (0, 1));
-/// # Ok::<(), nanolimit::QuotaError>(())
-/// ```
-pub trait Counting: sealed::Sealed + Send + Sync + core::fmt::Debug {}
+    /// Whether a limiter counts its checks: its last type parameter,
+    /// [`NoCounters`](super::NoCounters) (the default) or [`Counters`](super::Counters)
+    /// (`with_counters()`). A type, not a flag, so that a limiter without counters compiles to
+    /// exactly the check it had before counters existed: not even a branch. Sealed, and named
+    /// only inside the crate: a limiter's type names `NoCounters` or `Counters`.
+    pub trait Counting: Sealed + Send + Sync + core::fmt::Debug {}
+}
+pub(crate) use sealed::Counting;
 
 /// A limiter that counts nothing: the default. Its checks are the uncounted ones.
 ///
@@ -162,7 +150,7 @@ impl sealed::Sealed for NoCounters {
     fn add_to(&self, _stats: &mut Stats) {}
 }
 
-impl Counting for NoCounters {}
+impl sealed::Counting for NoCounters {}
 
 /// The counters of a limiter built `with_counters()`: its checks' outcomes and costs, on
 /// per-thread striped cache lines of their own (see the [module documentation](self)). Read
@@ -231,7 +219,7 @@ impl Counters {
     }
 }
 
-impl Counting for Counters {}
+impl sealed::Counting for Counters {}
 
 impl sealed::Sealed for Counters {
     const COUNTS: bool = true;
