@@ -73,21 +73,33 @@
 //! and the operations it applies (check, reserve, cancel) → [`Decision`] and [`Request`] → the
 //! limiters ([`Limiter`], [`keyed`], [`striped`], [`sliding_log`], [`inflight`]) (reservations
 //! and waits) → [`clock`].
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
+// Without `std`, the engine's parts that only the keyed, composite and sliding-log limiters use
+// are compiled but unused.
+#![cfg_attr(not(feature = "std"), allow(dead_code))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+extern crate alloc;
 
 mod engine;
 mod limiter;
 mod store;
 mod sync;
+#[cfg(feature = "std")]
 mod thread_index;
 
 pub mod clock;
+#[cfg(feature = "std")]
 pub mod composite;
+#[cfg(feature = "std")]
 pub mod inflight;
+#[cfg(feature = "std")]
 pub mod live;
 pub mod quota;
+#[cfg(feature = "std")]
 pub mod sliding_log;
+#[cfg(feature = "std")]
 pub mod striped;
 
 #[cfg(feature = "http")]
@@ -96,27 +108,37 @@ pub mod http;
 pub mod redis;
 
 pub use limiter::counters;
+#[cfg(feature = "std")]
 pub use limiter::keyed;
 
+#[cfg(feature = "std")]
+pub use clock::QuantaClock;
 #[cfg(feature = "tokio")]
 pub use clock::TokioClock;
-#[cfg(not(nanolimit_loom))]
+#[cfg(all(feature = "std", not(nanolimit_loom)))]
 pub use clock::UpkeepClock;
-pub use clock::{Clock, ManualClock, QuantaClock, Timestamp, TimestampError};
+pub use clock::{Clock, ManualClock, Timestamp, TimestampError};
+#[cfg(feature = "std")]
 pub use composite::Composite;
 pub use engine::decision::{Decision, RateLimitHeaders};
 pub use engine::error::{BuildError, RequestError};
 pub use engine::request::{Request, Tier};
 pub use engine::stats::Stats;
+#[cfg(feature = "std")]
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
+#[cfg(feature = "std")]
 pub use keyed::{Exact, ExactKey, Hashed, KeyMode, KeyedBuilder, KeyedLimiter, WhenFull};
 pub use limiter::direct::Limiter;
+#[cfg(feature = "std")]
 pub use limiter::leaky_bucket::LeakyBucket;
 pub use limiter::rate_limit::RateLimit;
 pub use limiter::reservation::Reservation;
+#[cfg(feature = "std")]
 pub use live::LiveLimiter;
 pub use quota::{FixedWindow, Gcra, Quota, QuotaError, Reservable, SlidingWindow, Step};
+#[cfg(feature = "std")]
 pub use sliding_log::SlidingLogLimiter;
+#[cfg(feature = "std")]
 pub use striped::StripedLimiter;
 
 /// The README's examples, compiled and run as doc tests (with the `tokio` feature, which one of

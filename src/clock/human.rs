@@ -1,7 +1,7 @@
 //! Durations printed for people, in error messages.
 
 use core::fmt;
-use std::time::Duration;
+use core::time::Duration;
 
 /// Formats a duration for people: three significant digits in the largest unit that keeps it
 /// at or above 1 (`16 ns`, `1 ms`, `18.3 years`).
@@ -25,7 +25,8 @@ impl fmt::Display for HumanDuration {
             .find(|&(_, size)| ns >= size)
             .unwrap_or(("ns", 1.0));
         let value = ns / size;
-        let digits = if value >= 100.0 || value.fract() == 0.0 {
+        // `value % 1.0`: `f64::fract` needs `std`.
+        let digits = if value >= 100.0 || value % 1.0 == 0.0 {
             0
         } else if value >= 10.0 {
             1

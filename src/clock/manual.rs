@@ -2,11 +2,11 @@
 
 use super::{Clock, Timestamp};
 use crate::sync::{Arc, AtomicU64, Ordering};
-#[cfg(not(nanolimit_loom))]
+#[cfg(all(feature = "std", not(nanolimit_loom)))]
 use crate::sync::{Condvar, Mutex};
-#[cfg(not(nanolimit_loom))]
+use core::time::Duration;
+#[cfg(all(feature = "std", not(nanolimit_loom)))]
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// A clock that only moves when told to: for tests and simulations.
 ///
@@ -37,12 +37,12 @@ pub struct ManualClock {
 struct Shared {
     now_ns: AtomicU64,
     /// How many threads wait in `sleep_until`: lets the clock's movers skip the lock when none.
-    #[cfg(not(nanolimit_loom))]
+    #[cfg(all(feature = "std", not(nanolimit_loom)))]
     sleeping: AtomicU64,
     /// The deadlines of the waiting threads (deadline in ns → number of threads).
-    #[cfg(not(nanolimit_loom))]
+    #[cfg(all(feature = "std", not(nanolimit_loom)))]
     deadlines: Mutex<BTreeMap<u64, usize>>,
-    #[cfg(not(nanolimit_loom))]
+    #[cfg(all(feature = "std", not(nanolimit_loom)))]
     moved: Condvar,
 }
 
@@ -57,11 +57,11 @@ impl ManualClock {
         ManualClock {
             inner: Arc::new(Shared {
                 now_ns: AtomicU64::new(now.as_ns()),
-                #[cfg(not(nanolimit_loom))]
+                #[cfg(all(feature = "std", not(nanolimit_loom)))]
                 sleeping: AtomicU64::new(0),
-                #[cfg(not(nanolimit_loom))]
+                #[cfg(all(feature = "std", not(nanolimit_loom)))]
                 deadlines: Mutex::new(BTreeMap::new()),
-                #[cfg(not(nanolimit_loom))]
+                #[cfg(all(feature = "std", not(nanolimit_loom)))]
                 moved: Condvar::new(),
             }),
         }
@@ -120,20 +120,20 @@ impl ManualClock {
     /// assert_eq!(clock.sleepers(), 0);
     /// # Ok::<(), nanolimit::TimestampError>(())
     /// ```
-    #[cfg(not(nanolimit_loom))]
+    #[cfg(all(feature = "std", not(nanolimit_loom)))]
     pub fn sleepers(&self) -> usize {
         self.deadlines().values().sum()
     }
 
     /// The earliest deadline a blocked thread waits for, if any: a simulation advances the
     /// clock to it.
-    #[cfg(not(nanolimit_loom))]
+    #[cfg(all(feature = "std", not(nanolimit_loom)))]
     pub fn next_wake(&self) -> Option<Timestamp> {
         let first = self.deadlines().keys().next().copied()?;
         Some(Timestamp::saturating_from_ns(first))
     }
 
-    #[cfg(not(nanolimit_loom))]
+    #[cfg(all(feature = "std", not(nanolimit_loom)))]
     fn deadlines(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, usize>> {
         // A sleeper that panicked while holding the lock leaves the map consistent (every
         // update is one call), so a poisoned lock is still usable.
@@ -143,7 +143,7 @@ impl ManualClock {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    #[cfg(not(nanolimit_loom))]
+    #[cfg(all(feature = "std", not(nanolimit_loom)))]
     fn wake_sleepers(&self) {
         // ORDERING: SeqCst, see `set`.
         if self.inner.sleeping.load(Ordering::SeqCst) > 0 {
@@ -153,7 +153,7 @@ impl ManualClock {
         }
     }
 
-    #[cfg(nanolimit_loom)]
+    #[cfg(any(not(feature = "std"), nanolimit_loom))]
     fn wake_sleepers(&self) {}
 }
 
@@ -171,7 +171,7 @@ impl Clock for ManualClock {
     }
 
     /// Blocks until another thread moves this clock to `deadline` or past it.
-    #[cfg(not(nanolimit_loom))]
+    #[cfg(all(feature = "std", not(nanolimit_loom)))]
     fn sleep_until(&self, deadline: Timestamp) {
         let mut deadlines = self.deadlines();
         *deadlines.entry(deadline.as_ns()).or_insert(0) += 1;

@@ -20,21 +20,32 @@
 
 mod human;
 mod manual;
+#[cfg(feature = "std")]
 mod quanta;
 mod timestamp;
 #[cfg(feature = "tokio")]
 mod tokio;
-#[cfg(not(nanolimit_loom))]
+#[cfg(all(feature = "std", not(nanolimit_loom)))]
 mod upkeep;
 
 pub(crate) use human::HumanDuration;
 pub use manual::ManualClock;
+#[cfg(feature = "std")]
 pub use quanta::QuantaClock;
 pub use timestamp::{Timestamp, TimestampError};
 #[cfg(feature = "tokio")]
 pub use tokio::TokioClock;
-#[cfg(not(nanolimit_loom))]
+#[cfg(all(feature = "std", not(nanolimit_loom)))]
 pub use upkeep::UpkeepClock;
+
+/// The clock a limiter reads unless given another: [`QuantaClock`] with `std`; without it,
+/// [`ManualClock`], which the caller advances (or whose limiters are given their times).
+#[cfg(feature = "std")]
+pub(crate) type DefaultClock = QuantaClock;
+/// The clock a limiter reads unless given another: [`QuantaClock`] with `std`; without it,
+/// [`ManualClock`], which the caller advances (or whose limiters are given their times).
+#[cfg(not(feature = "std"))]
+pub(crate) type DefaultClock = ManualClock;
 
 use crate::sync::Arc;
 
@@ -84,18 +95,21 @@ pub trait Clock: Send + Sync {
                 return;
             }
             let remaining = deadline.saturating_duration_since(now);
+            #[cfg(feature = "std")]
             if remaining >= SPIN_BELOW {
                 std::thread::sleep(remaining);
-            } else {
-                core::hint::spin_loop();
+                continue;
             }
+            // Without `std` there is no thread to park: spin.
+            let _ = remaining;
+            core::hint::spin_loop();
         }
     }
 }
 
 /// The remaining wait below which [`Clock::sleep_until`]'s default spins rather than parks: a
 /// thread parked for less would usually wake later than a spin ends.
-pub const SPIN_BELOW: std::time::Duration = std::time::Duration::from_micros(1);
+pub const SPIN_BELOW: core::time::Duration = core::time::Duration::from_micros(1);
 
 impl<C: Clock + ?Sized> Clock for &C {
     #[inline]

@@ -2,7 +2,7 @@
 
 use super::HumanDuration;
 use core::fmt;
-use std::time::Duration;
+use core::time::Duration;
 
 /// A reading of a limiter's clock: nanoseconds since the clock's origin, at most
 /// [`Timestamp::HORIZON`] (about 18.3 years).
@@ -204,4 +204,4 @@ impl fmt::Display for TimestampError {
     }
 }
 
-impl std::error::Error for TimestampError {}
+impl core::error::Error for TimestampError {}

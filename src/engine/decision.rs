@@ -5,7 +5,7 @@ use super::judge::{Judge, LogFigures, Member, Observed};
 use crate::clock::Timestamp;
 use crate::quota::sliding_log::SlidingLog;
 use crate::quota::Quota;
-use std::time::Duration;
+use core::time::Duration;
 
 /// The outcome of a check or peek: allowed or denied, and (computed only if asked, from the
 /// state word the check already observed, with no further atomic operation) the limit, what

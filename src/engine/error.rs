@@ -1,8 +1,9 @@
 //! Why a request can never be judged, and why a limiter cannot be built.
 
 use crate::clock::HumanDuration;
+use alloc::string::String;
 use core::fmt;
-use std::time::Duration;
+use core::time::Duration;
 
 /// Why a request was not served as asked: either it can never be (its cost, its tier), or a
 /// wait for it could not start in time.
@@ -93,7 +94,7 @@ impl fmt::Display for RequestError {
     }
 }
 
-impl std::error::Error for RequestError {}
+impl core::error::Error for RequestError {}
 
 /// Why a limiter could not be built: every constructor and `build` that can fail says why
 /// with one of these, before anything is allocated or started.
@@ -276,4 +277,4 @@ impl fmt::Display for BuildError {
     }
 }
 
-impl std::error::Error for BuildError {}
+impl core::error::Error for BuildError {}

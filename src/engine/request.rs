@@ -6,7 +6,7 @@ use crate::engine::error::RequestError;
 use crate::quota::Quota;
 use crate::quota::QuotaError;
 use crate::sync::{AtomicU64, Ordering};
-use std::time::Duration;
+use core::time::Duration;
 
 /// One request, for the full form of an operation (`check_with`, `peek_with`, `reserve_with`,
 /// `wait_with`): its cost, the time to judge it at, and the tier whose quota applies; for

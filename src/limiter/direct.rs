@@ -3,9 +3,11 @@
 use super::core::Core;
 #[cfg(feature = "metrics")]
 use super::counters;
-use super::counters::{Counters, Counting, NoCounters};
+#[cfg(feature = "std")]
+use super::counters::Counters;
+use super::counters::{Counting, NoCounters};
 use super::reservation::Reservation;
-use crate::clock::{Clock, QuantaClock, Timestamp};
+use crate::clock::{Clock, DefaultClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::{Request, Tier};
@@ -40,16 +42,17 @@ use crate::store::word::Word;
 /// # Ok::<(), nanolimit::QuotaError>(())
 /// ```
 #[derive(Debug)]
-pub struct Limiter<Q: Quota, C: Clock = QuantaClock, N: Counting = NoCounters> {
+pub struct Limiter<Q: Quota, C: Clock = DefaultClock, N: Counting = NoCounters> {
     /// The state word, the quota, the clock and the counters ([`Counters`], after
     /// [`with_counters`](Limiter::with_counters), or nothing).
     pub(crate) core: Core<Q, Word, C, N>,
 }
 
-impl<Q: Quota> Limiter<Q, QuantaClock> {
-    /// A limiter on the default clock ([`QuantaClock`]).
+#[cfg(feature = "std")]
+impl<Q: Quota> Limiter<Q, crate::clock::QuantaClock> {
+    /// A limiter on the default clock ([`QuantaClock`](crate::QuantaClock)).
     pub fn new(quota: Q) -> Self {
-        Self::with_clock(quota, QuantaClock::new())
+        Self::with_clock(quota, crate::clock::QuantaClock::new())
     }
 }
 
@@ -93,6 +96,7 @@ impl<Q: Quota, C: Clock> Limiter<Q, C, NoCounters> {
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     #[must_use = "with_counters returns the limiter that counts"]
+    #[cfg(feature = "std")]
     pub fn with_counters(self) -> Limiter<Q, C, Counters> {
         let Core {
             store,
@@ -350,6 +354,7 @@ impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// assert!(limiter.now() >= start);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(feature = "std")]
     pub fn wait(&self) -> Result<Timestamp, RequestError> {
         self.wait_with(Request::new())
     }
@@ -369,6 +374,7 @@ impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// assert!(matches!(limiter.wait_with(within_a_second), Err(RequestError::WaitTooLong { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(feature = "std")]
     pub fn wait_with(&self, request: Request<Q>) -> Result<Timestamp, RequestError> {
         self.core.wait_with((), request)
     }

@@ -5,12 +5,17 @@
 pub(crate) mod core;
 pub mod counters;
 pub(crate) mod direct;
+#[cfg(feature = "std")]
 pub mod keyed;
+#[cfg(feature = "std")]
 pub(crate) mod keyed_builder;
+#[cfg(feature = "std")]
 pub(crate) mod leaky_bucket;
+#[cfg(feature = "std")]
 pub(crate) mod lease;
 pub(crate) mod rate_limit;
 #[cfg(feature = "tokio")]
 pub(crate) mod ready;
 pub(crate) mod reservation;
+#[cfg(feature = "std")]
 pub(crate) mod wait;

@@ -5,6 +5,7 @@
 use super::core::Core;
 use super::counters::Counting;
 use super::direct::Limiter;
+#[cfg(feature = "std")]
 use super::keyed::KeyedLimiter;
 use super::reservation::Reservation;
 use crate::clock::{Clock, Timestamp};
@@ -13,14 +14,15 @@ use crate::engine::error::RequestError;
 use crate::engine::operation::{Consume, Refund};
 use crate::engine::request::Request;
 use crate::quota::{Quota, Reservable};
+#[cfg(feature = "std")]
 use crate::store::table::KeyMode;
 use crate::store::Store;
-use std::sync::Arc;
+use alloc::sync::Arc;
 
 pub(crate) mod private {
     use crate::clock::Timestamp;
     use crate::engine::decision::Decision;
-    use crate::store::table::KeyIdentity;
+    use crate::store::KeyIdentity;
 
     /// What a member's admission left to give back if a later member of a composite denies the
     /// check: the key as named before the admission, and the word it wrote. Opaque outside the
@@ -222,6 +224,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, N: Counting> RateLimit<K> for Limiter<Q, C, 
     }
 }
 
+#[cfg(feature = "std")]
 impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> Sealed<K>
     for KeyedLimiter<K, Q, C, M, N>
 {
@@ -254,6 +257,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> Sealed<K>
     }
 }
 
+#[cfg(feature = "std")]
 impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> RateLimit<K>
     for KeyedLimiter<K, Q, C, M, N>
 {

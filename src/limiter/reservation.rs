@@ -2,6 +2,7 @@
 
 use super::core::Core;
 use super::counters::Counting;
+#[cfg(feature = "std")]
 use super::wait::block_until_start;
 use crate::clock::{Clock, Timestamp};
 use crate::engine::decision::Decision;
@@ -9,10 +10,10 @@ use crate::engine::error::RequestError;
 use crate::engine::operation::{Book, Consume, GiveBack};
 use crate::engine::request::Request;
 use crate::quota::Reservable;
-use crate::store::table::KeyIdentity;
+use crate::store::KeyIdentity;
 use crate::store::Store;
 use core::fmt;
-use std::time::Duration;
+use core::time::Duration;
 
 /// A request booked ahead: the limiter has admitted it for a start time, perhaps in the
 /// future, and later requests queue behind it. Or, when the wait it needed was longer than the
@@ -316,6 +317,7 @@ impl<Q: Reservable, S: Store, C: Clock, N: Counting> Core<Q, S, C, N> {
     }
 
     /// Blocks until `request` for the key at `at` may start (plus its jitter): the start.
+    #[cfg(feature = "std")]
     pub(crate) fn wait_with(
         &self,
         at: S::At,

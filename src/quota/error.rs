@@ -2,7 +2,7 @@
 
 use crate::clock::HumanDuration;
 use core::fmt;
-use std::time::Duration;
+use core::time::Duration;
 
 /// Why a quota was rejected when it was built.
 ///
@@ -84,7 +84,7 @@ impl fmt::Display for QuotaError {
     }
 }
 
-impl std::error::Error for QuotaError {}
+impl core::error::Error for QuotaError {}
 
 #[cfg(test)]
 mod tests {

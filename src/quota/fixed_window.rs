@@ -20,7 +20,7 @@ use super::window::{WindowInstant, WindowLength};
 use super::{Encoded, Quota, Sealed, SlotState, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
 use crate::quota::QuotaError;
-use std::time::Duration;
+use core::time::Duration;
 
 /// Width of `count`.
 pub(crate) const COUNT_BITS: u32 = 24;

@@ -21,7 +21,7 @@
 use super::{Encoded, Quota, Reservable, Sealed, SlotState, Step, QUOTA_WORDS};
 use crate::clock::Timestamp;
 use crate::quota::QuotaError;
-use std::time::Duration;
+use core::time::Duration;
 
 /// Fixed-point shift of `ticks_per_ns`: a reading in ticks is `(now_ns × ticks_per_ns) >> 59`.
 const TICKS_PER_NS_SHIFT: u32 = 59;

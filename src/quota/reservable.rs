@@ -2,7 +2,7 @@
 
 use super::Quota;
 use super::Step;
-use std::time::Duration;
+use core::time::Duration;
 
 /// A quota that can book capacity ahead of time: a request is given a start time in the future
 /// instead of a refusal, and the state records the booking, so that later requests queue behind

@@ -3,7 +3,7 @@
 
 use super::QuotaError;
 use crate::clock::Timestamp;
-use std::time::Duration;
+use core::time::Duration;
 
 /// The most units a sliding log may allow per window: its ring holds one 8-byte record per
 /// unit (up to 128 MiB at this limit).

@@ -5,7 +5,7 @@ use super::fixed_window as fixed;
 use super::sliding_window as sliding;
 use super::{FixedWindow, Quota, SlidingWindow, Step, WindowInstant};
 use crate::clock::Timestamp;
-use std::time::Duration;
+use core::time::Duration;
 
 const HORIZON_NS: u64 = Timestamp::HORIZON.as_ns();
 const SECOND_NS: u64 = 1_000_000_000;

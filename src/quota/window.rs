@@ -4,7 +4,7 @@
 use super::QUOTA_WORDS;
 use crate::clock::Timestamp;
 use crate::quota::QuotaError;
-use std::time::Duration;
+use core::time::Duration;
 
 const HORIZON_NS: u64 = Timestamp::HORIZON.as_ns();
 

@@ -8,14 +8,28 @@
 //! A store reports what it found as a `Judged`: the
 //! engine's vocabulary for an outcome, which a decision is built from.
 
+#[cfg(feature = "std")]
 pub(crate) mod table;
 pub(crate) mod word;
 
 use crate::engine::decision::Judged;
 use crate::engine::operation::Operation;
 use crate::quota::Quota;
-use table::{KeyIdentity, Located, SlotOps, Table};
+#[cfg(feature = "std")]
+use table::{Located, SlotOps, Table};
 use word::Word;
+
+/// A key as a later undo names it (a reservation's cancellation, a composite's refund, an
+/// in-flight permit's release): its hash and identity words, and how many slots its shard had
+/// reassigned just before the booking (an undo gives nothing back once that changes: the key
+/// may have left the table and come back, and its state is no longer the one the booking wrote
+/// to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct KeyIdentity {
+    pub(crate) hash: u64,
+    pub(crate) words: [u64; 2],
+    pub(crate) reassignments: u64,
+}
 
 /// What a limiter needs of a store: apply an operation to one key's word, judge a key without
 /// writing, and name a key for a later undo, then undo. Implemented by the one-word store (whose
@@ -130,6 +144,7 @@ impl Store for Word {
     }
 }
 
+#[cfg(feature = "std")]
 impl<S: SlotOps> Store for Table<S> {
     type At = Located<S::Identity>;
 

@@ -39,6 +39,7 @@ mod placement;
 mod protocol;
 mod slot;
 
+pub(crate) use crate::store::KeyIdentity;
 pub(crate) use choose::{Candidate, Full};
 pub(crate) use insert::{Insertion, Taken, Verdict};
 pub use key::{Exact, ExactKey, Hashed, KeyMode};
@@ -46,7 +47,6 @@ pub(crate) use key::{KeyMarker, Located};
 pub use options::WhenFull;
 pub(crate) use options::{TableOptions, DEFAULT_CAPACITY};
 pub(crate) use placement::Placement;
-pub(crate) use protocol::KeyIdentity;
 pub(crate) use slot::{SlotOps, RESERVED, VACANT};
 
 use crate::engine::error::BuildError;

@@ -163,20 +163,9 @@ use crate::engine::decision::{Judged, Outcome};
 use crate::engine::driver::{self, Applied, Attempt};
 use crate::engine::operation::Operation;
 use crate::quota::{SlotState, Step};
+use crate::store::KeyIdentity;
 use crate::sync::Ordering;
 use core::cell::Cell;
-
-/// A key as a later undo names it (a reservation's cancellation, a composite's refund, an
-/// in-flight permit's release): its hash and identity words, and how many slots its shard had
-/// reassigned just before the booking (an undo gives nothing back once that changes: the key
-/// may have left the table and come back, and its state is no longer the one the booking wrote
-/// to).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct KeyIdentity {
-    pub(crate) hash: u64,
-    pub(crate) words: [u64; 2],
-    pub(crate) reassignments: u64,
-}
 
 impl<S: SlotOps> Table<S> {
     /// The fast path every check funnels into, for a cost above zero: find the key's slot and
