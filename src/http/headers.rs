@@ -1,8 +1,8 @@
 //! Rate-limit response headers from a [`Decision`]: one place, usable without tower.
 
 use crate::engine::decision::Decision;
+use crate::engine::error::BuildError;
 use crate::quota::Quota;
-use core::fmt;
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -56,24 +56,26 @@ pub struct HeaderOptions {
     legacy: Option<LegacyReset>,
 }
 
-/// A policy name that is not printable ASCII, or is empty.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct InvalidPolicyName;
-
-impl fmt::Display for InvalidPolicyName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a rate-limit policy name must be non-empty printable ASCII")
-    }
-}
-
-impl std::error::Error for InvalidPolicyName {}
-
 impl HeaderOptions {
     /// The IETF headers under the policy name `policy` (non-empty printable ASCII; quotes and
-    /// backslashes are escaped), and no legacy headers.
-    pub fn new(policy: &str) -> Result<Self, InvalidPolicyName> {
+    /// backslashes are escaped), and no legacy headers; any other name is
+    /// [`BuildError::InvalidPolicyName`].
+    ///
+    /// ```
+    /// use nanolimit::http::HeaderOptions;
+    /// use nanolimit::BuildError;
+    ///
+    /// assert!(HeaderOptions::new(r#"per-ip "v2""#).is_ok());
+    /// assert_eq!(
+    ///     HeaderOptions::new("per-ip\n").err(),
+    ///     Some(BuildError::InvalidPolicyName { name: "per-ip\n".to_owned() })
+    /// );
+    /// ```
+    pub fn new(policy: &str) -> Result<Self, BuildError> {
         if policy.is_empty() || !policy.bytes().all(|byte| (0x20..=0x7e).contains(&byte)) {
-            return Err(InvalidPolicyName);
+            return Err(BuildError::InvalidPolicyName {
+                name: policy.to_owned(),
+            });
         }
         let mut quoted_policy = String::with_capacity(policy.len() + 2);
         quoted_policy.push('"');

@@ -1,5 +1,6 @@
 //! What a request is limited by: its client's address, a header, one global key, or a closure.
 
+use crate::engine::error::BuildError;
 use core::fmt;
 use http::header::{HeaderName, FORWARDED};
 use http::Request;
@@ -61,6 +62,9 @@ pub enum ForwardingHeader {
 /// [`KeyRejection::TooLong`].
 pub const MAX_FORWARDING_HEADER_BYTES: usize = 8 * 1024;
 
+/// The bits of an IPv6 address: the longest prefix clients can be keyed by.
+const IPV6_ADDRESS_BITS: u8 = 128;
+
 /// Keys requests by the client's IP address.
 ///
 /// The address is the connection's peer, found in the request's extensions: a
@@ -98,21 +102,6 @@ pub struct PeerIp {
     ipv6_prefix_bits: u8,
 }
 
-/// An IPv6 prefix longer than 128 bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct InvalidPrefix {
-    /// The prefix length asked for.
-    pub bits: u8,
-}
-
-impl fmt::Display for InvalidPrefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "an IPv6 prefix is at most 128 bits, not {}", self.bits)
-    }
-}
-
-impl std::error::Error for InvalidPrefix {}
-
 impl Default for PeerIp {
     fn default() -> Self {
         PeerIp::new()
@@ -137,17 +126,25 @@ impl PeerIp {
         self
     }
 
-    /// Keys IPv6 clients by their first `bits` bits (128: the whole address).
+    /// Keys IPv6 clients by their first `bits` bits (128: the whole address); a longer prefix
+    /// is [`BuildError::InvalidPrefixLength`].
     ///
     /// ```
     /// use nanolimit::http::PeerIp;
+    /// use nanolimit::BuildError;
     ///
     /// assert!(PeerIp::new().ipv6_prefix(48).is_ok());
-    /// assert!(PeerIp::new().ipv6_prefix(129).is_err());
+    /// assert_eq!(
+    ///     PeerIp::new().ipv6_prefix(129).err(),
+    ///     Some(BuildError::InvalidPrefixLength { bits: 129, max: 128 })
+    /// );
     /// ```
-    pub const fn ipv6_prefix(mut self, bits: u8) -> Result<Self, InvalidPrefix> {
-        if bits > 128 {
-            return Err(InvalidPrefix { bits });
+    pub const fn ipv6_prefix(mut self, bits: u8) -> Result<Self, BuildError> {
+        if bits > IPV6_ADDRESS_BITS {
+            return Err(BuildError::InvalidPrefixLength {
+                bits,
+                max: IPV6_ADDRESS_BITS,
+            });
         }
         self.ipv6_prefix_bits = bits;
         Ok(self)

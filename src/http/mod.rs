@@ -15,10 +15,10 @@ mod layer;
 mod service;
 
 pub use future::ResponseFuture;
-pub use headers::{HeaderOptions, InvalidPolicyName, LegacyReset};
+pub use headers::{HeaderOptions, LegacyReset};
 pub use key::{
-    ForwardingHeader, GlobalKey, HeaderKey, InvalidPrefix, KeyExtractor, KeyFn, KeyRejection,
-    PeerIp, RequestHead, MAX_FORWARDING_HEADER_BYTES,
+    ForwardingHeader, GlobalKey, HeaderKey, KeyExtractor, KeyFn, KeyRejection, PeerIp, RequestHead,
+    MAX_FORWARDING_HEADER_BYTES,
 };
 pub use layer::{Mode, RateLimitLayer, Rejected, RejectionReason};
 pub use service::RateLimitService;

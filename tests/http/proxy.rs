@@ -9,7 +9,7 @@ use nanolimit::http::{
     ForwardingHeader, KeyExtractor, KeyRejection, PeerIp, RateLimitLayer,
     MAX_FORWARDING_HEADER_BYTES,
 };
-use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+use nanolimit::{BuildError, Gcra, KeyedLimiter, ManualClock};
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -382,7 +382,13 @@ async fn ipv6_clients_are_keyed_by_prefix() -> TestResult {
     assert_ne!(key(&by_128, same_64_b), key(&by_128, same_64_a));
     let by_0 = PeerIp::new().ipv6_prefix(0)?;
     assert_eq!(key(&by_0, "2001:db8::1"), Ok(ip("::")));
-    assert!(PeerIp::new().ipv6_prefix(129).is_err());
+    assert_eq!(
+        PeerIp::new().ipv6_prefix(129),
+        Err(BuildError::InvalidPrefixLength {
+            bits: 129,
+            max: 128
+        })
+    );
 
     // The prefix applies to forwarded clients too.
     let forwarded_64 = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
