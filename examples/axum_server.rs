@@ -35,8 +35,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use nanolimit::http::{
-    HeaderKey, HeaderOptions, LegacyReset, PeerIp, RateLimitLayer, Rejected, RejectionReason,
-    RequestHead,
+    HeaderKey, HeaderOptions, PeerIp, RateLimitLayer, Rejected, RejectionReason, RequestHead,
 };
 use nanolimit::{Gcra, KeyedLimiter, SlidingWindow, Tier};
 use std::error::Error;
@@ -164,9 +163,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let free = api.tier(SlidingWindow::per_minute(5)?)?;
     let paid = api.tier(SlidingWindow::per_minute(100)?)?;
     let data_layer = api_layer(&api, free, paid, HeaderOptions::new("api")?);
-    let legacy_headers = HeaderOptions::new("api")?
-        .ietf(false)
-        .legacy(LegacyReset::UnixSeconds);
+    let legacy_headers = HeaderOptions::new("api")?.ietf(false).legacy_unix_reset();
     let legacy_layer = api_layer(&api, free, paid, legacy_headers);
 
     let app = Router::new()

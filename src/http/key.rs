@@ -51,7 +51,7 @@ impl std::error::Error for KeyRejection {}
 
 /// Which header trusted proxies record the client's address in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ForwardingHeader {
+enum ForwardingHeader {
     /// `X-Forwarded-For: client, proxy1, proxy2`.
     XForwardedFor,
     /// `Forwarded: for=client, for=proxy1` (RFC 7239).
@@ -72,7 +72,8 @@ const IPV6_ADDRESS_BITS: u8 = 128;
 /// or, with the `axum` feature, axum's `ConnectInfo<SocketAddr>`
 /// (`into_make_service_with_connect_info::<SocketAddr>()`).
 ///
-/// Behind reverse proxies, [`trusted_proxies`](Self::trusted_proxies) says how many there are
+/// Behind reverse proxies, [`trusted_proxies_x_forwarded_for`](Self::trusted_proxies_x_forwarded_for)
+/// or [`trusted_proxies_forwarded`](Self::trusted_proxies_forwarded) says how many there are
 /// and which header they append to: the client is then the address that many entries from the
 /// end of that header, the one the outermost trusted proxy saw. Never by default: a client
 /// must not choose its own key. A forwarding header that cannot be read, or names fewer
@@ -82,10 +83,10 @@ const IPV6_ADDRESS_BITS: u8 = 128;
 /// a whole /64, and could otherwise take 2^64 keys): [`ipv6_prefix`](Self::ipv6_prefix).
 ///
 /// ```
-/// use nanolimit::http::{ForwardingHeader, KeyExtractor, PeerIp};
+/// use nanolimit::http::{KeyExtractor, PeerIp};
 /// use std::net::{IpAddr, SocketAddr};
 ///
-/// let behind_one_proxy = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+/// let behind_one_proxy = PeerIp::new().trusted_proxies_x_forwarded_for(1);
 /// let mut request = http::Request::new(());
 /// request.extensions_mut().insert(SocketAddr::from(([10, 0, 0, 1], 443))); // the proxy
 /// request.headers_mut().insert("x-forwarded-for", "198.51.100.7, 203.0.113.9".parse()?);
@@ -118,11 +119,35 @@ impl PeerIp {
         }
     }
 
-    /// Trusts `hops` reverse proxies in front of the server, which append to `header`; zero
-    /// ignores forwarding headers (the default).
-    pub const fn trusted_proxies(mut self, hops: usize, header: ForwardingHeader) -> Self {
+    /// Trusts `hops` reverse proxies in front of the server, which append the address they
+    /// saw to `X-Forwarded-For: client, proxy1, proxy2`; zero ignores forwarding headers (the
+    /// default).
+    pub const fn trusted_proxies_x_forwarded_for(mut self, hops: usize) -> Self {
         self.trusted_proxies = hops;
-        self.header = header;
+        self.header = ForwardingHeader::XForwardedFor;
+        self
+    }
+
+    /// Trusts `hops` reverse proxies in front of the server, which append the address they
+    /// saw to RFC 7239's `Forwarded: for=client, for=proxy1`; zero ignores forwarding headers
+    /// (the default).
+    ///
+    /// ```
+    /// use nanolimit::http::PeerIp;
+    /// use std::net::{IpAddr, SocketAddr};
+    ///
+    /// let behind_one_proxy = PeerIp::new().trusted_proxies_forwarded(1);
+    /// let mut request = http::Request::new(());
+    /// request.extensions_mut().insert(SocketAddr::from(([10, 0, 0, 1], 443))); // the proxy
+    /// request.headers_mut().insert("forwarded", r#"for="[2001:db8:cafe::17]:4711""#.parse()?);
+    /// // IPv6 clients are keyed by their /64.
+    /// let client: IpAddr = "2001:db8:cafe::".parse()?;
+    /// assert_eq!(behind_one_proxy.client_ip(&request), Ok(client));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub const fn trusted_proxies_forwarded(mut self, hops: usize) -> Self {
+        self.trusted_proxies = hops;
+        self.header = ForwardingHeader::Forwarded;
         self
     }
 
@@ -176,7 +201,7 @@ impl PeerIp {
         }
     }
 
-    /// The address `trusted_proxies` entries from the end of the forwarding header (cold:
+    /// The address `self.trusted_proxies` entries from the end of the forwarding header (cold:
     /// most servers trust no proxy, and the peer's address is the fast path).
     #[cold]
     #[inline(never)]

@@ -15,9 +15,9 @@ mod layer;
 mod service;
 
 pub use future::ResponseFuture;
-pub use headers::{HeaderOptions, LegacyReset};
+pub use headers::HeaderOptions;
 pub use key::{
-    ForwardingHeader, GlobalKey, HeaderKey, KeyExtractor, KeyFn, KeyRejection, PeerIp, RequestHead,
+    GlobalKey, HeaderKey, KeyExtractor, KeyFn, KeyRejection, PeerIp, RequestHead,
     MAX_FORWARDING_HEADER_BYTES,
 };
 pub use layer::{Mode, RateLimitLayer, Rejected, RejectionReason};

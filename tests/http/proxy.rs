@@ -6,8 +6,7 @@
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use nanolimit::http::{
-    ForwardingHeader, KeyExtractor, KeyRejection, PeerIp, RateLimitLayer,
-    MAX_FORWARDING_HEADER_BYTES,
+    KeyExtractor, KeyRejection, PeerIp, RateLimitLayer, MAX_FORWARDING_HEADER_BYTES,
 };
 use nanolimit::{BuildError, Gcra, KeyedLimiter, ManualClock};
 use std::convert::Infallible;
@@ -66,9 +65,18 @@ async fn status(layer: &IpLayer, request: Request<()>) -> StatusCode {
         .status()
 }
 
-fn behind(hops: usize, header: ForwardingHeader) -> PeerIp {
+/// Behind `hops` trusted proxies that append to `X-Forwarded-For`, whole IPv6 addresses.
+fn behind_x_forwarded_for(hops: usize) -> PeerIp {
     PeerIp::new()
-        .trusted_proxies(hops, header)
+        .trusted_proxies_x_forwarded_for(hops)
+        .ipv6_prefix(128)
+        .expect("a prefix")
+}
+
+/// Behind `hops` trusted proxies that append to `Forwarded`, whole IPv6 addresses.
+fn behind_forwarded(hops: usize) -> PeerIp {
+    PeerIp::new()
+        .trusted_proxies_forwarded(hops)
         .ipv6_prefix(128)
         .expect("a prefix")
 }
@@ -139,32 +147,29 @@ async fn longer_chain_takes_the_element_hops_from_the_end() -> TestResult {
         for peer in [Some("10.0.0.1"), None] {
             let request = request(peer, headers);
             for (hops, expected) in [(1, "203.0.113.9"), (2, "198.51.100.2"), (3, "198.51.100.1")] {
-                let extractor = behind(hops, ForwardingHeader::XForwardedFor);
+                let extractor = behind_x_forwarded_for(hops);
                 assert_eq!(
                     extractor.client_ip(&request),
                     Ok(ip(expected)),
                     "{hops} hops"
                 );
             }
-            let too_many = behind(4, ForwardingHeader::XForwardedFor);
+            let too_many = behind_x_forwarded_for(4);
             assert_eq!(too_many.client_ip(&request), Err(KeyRejection::Malformed));
         }
     }
 
     // Proxies write ports and brackets too.
     let with_ports = request(None, &[(XFF, "[2001:db8::1]:8080, 192.0.2.7:443")]);
-    let hops_2 = behind(2, ForwardingHeader::XForwardedFor);
+    let hops_2 = behind_x_forwarded_for(2);
     assert_eq!(hops_2.client_ip(&with_ports), Ok(ip("2001:db8::1")));
-    let hops_1 = behind(1, ForwardingHeader::XForwardedFor);
+    let hops_1 = behind_x_forwarded_for(1);
     assert_eq!(hops_1.client_ip(&with_ports), Ok(ip("192.0.2.7")));
     let bracketed = request(None, &[(XFF, "[2001:db8::2]")]);
     assert_eq!(hops_1.client_ip(&bracketed), Ok(ip("2001:db8::2")));
 
     // Through the layer, two hops, 1 a minute: the client is the second-to-last element.
-    let layer = layer(
-        1,
-        PeerIp::new().trusted_proxies(2, ForwardingHeader::XForwardedFor),
-    );
+    let layer = layer(1, PeerIp::new().trusted_proxies_x_forwarded_for(2));
     let cases = [
         ("203.0.113.5, 10.0.0.2", StatusCode::OK),
         (
@@ -185,8 +190,8 @@ async fn longer_chain_takes_the_element_hops_from_the_end() -> TestResult {
 /// elements and fields.
 #[tokio::test]
 async fn rfc_7239_forwarded() -> TestResult {
-    let hops_1 = behind(1, ForwardingHeader::Forwarded);
-    let hops_2 = behind(2, ForwardingHeader::Forwarded);
+    let hops_1 = behind_forwarded(1);
+    let hops_2 = behind_forwarded(2);
     let cases = [
         ("for=192.0.2.60;proto=http;by=203.0.113.43", "192.0.2.60"),
         ("For=\"[2001:db8:cafe::17]:4711\"", "2001:db8:cafe::17"),
@@ -210,7 +215,7 @@ async fn rfc_7239_forwarded() -> TestResult {
     assert_eq!(hops_2.client_ip(&chain), Ok(ip("192.0.2.43")));
 
     // With the default /64, the quoted IPv6 client is keyed by its prefix.
-    let default_prefix = PeerIp::new().trusted_proxies(1, ForwardingHeader::Forwarded);
+    let default_prefix = PeerIp::new().trusted_proxies_forwarded(1);
     assert_eq!(default_prefix.client_ip(&chain), Ok(ip("2001:db8:cafe::")));
 
     // Trusting `Forwarded` does not read `X-Forwarded-For`.
@@ -224,9 +229,9 @@ async fn rfc_7239_forwarded() -> TestResult {
 /// not text, and fields over 8 KiB in all.
 #[tokio::test]
 async fn malformed_forwarding_values_answer_400() -> TestResult {
-    let xff = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
-    let forwarded = PeerIp::new().trusted_proxies(1, ForwardingHeader::Forwarded);
-    let two_hops = PeerIp::new().trusted_proxies(2, ForwardingHeader::XForwardedFor);
+    let xff = PeerIp::new().trusted_proxies_x_forwarded_for(1);
+    let forwarded = PeerIp::new().trusted_proxies_forwarded(1);
+    let two_hops = PeerIp::new().trusted_proxies_x_forwarded_for(2);
     let malformed = [
         (xff, XFF, "garbage"),
         (xff, XFF, "unknown"),
@@ -301,7 +306,7 @@ fn chain_of_exactly(bytes: usize, element: &str) -> String {
 /// is `TooLong` and a 400.
 #[tokio::test]
 async fn oversized_forwarding_header_is_400() -> TestResult {
-    let xff = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+    let xff = PeerIp::new().trusted_proxies_x_forwarded_for(1);
     let largest = chain_of_exactly(MAX_FORWARDING_HEADER_BYTES, "192.0.2.1");
     let fits = request(Some("10.0.0.1"), &[(XFF, &largest)]);
     assert_eq!(xff.client_ip(&fits), Ok(ip("192.0.2.1")));
@@ -320,7 +325,7 @@ async fn oversized_forwarding_header_is_400() -> TestResult {
     assert_eq!(xff.client_ip(&split), Err(KeyRejection::TooLong));
 
     // Oversized garbage is TooLong before it is parsed; a huge Forwarded field likewise.
-    let forwarded = PeerIp::new().trusted_proxies(1, ForwardingHeader::Forwarded);
+    let forwarded = PeerIp::new().trusted_proxies_forwarded(1);
     let huge = format!("for={}", "x".repeat(64 * 1024));
     let huge_forwarded = request(Some("10.0.0.1"), &[(FORWARDED, &huge)]);
     assert_eq!(
@@ -391,7 +396,7 @@ async fn ipv6_clients_are_keyed_by_prefix() -> TestResult {
     );
 
     // The prefix applies to forwarded clients too.
-    let forwarded_64 = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+    let forwarded_64 = PeerIp::new().trusted_proxies_x_forwarded_for(1);
     let forwarded = request(Some("10.0.0.1"), &[(XFF, same_64_b)]);
     assert_eq!(forwarded_64.client_ip(&forwarded), Ok(ip("2001:db8:1:2::")));
     Ok(())
@@ -403,11 +408,11 @@ async fn ipv6_clients_are_keyed_by_prefix() -> TestResult {
 /// proxy appended is a valid address, so the request has a key.
 #[tokio::test]
 async fn untrusted_elements_before_the_client_are_not_parsed() -> TestResult {
-    let xff = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+    let xff = PeerIp::new().trusted_proxies_x_forwarded_for(1);
     let request_xff = request(Some("10.0.0.1"), &[(XFF, "unknown, 203.0.113.9")]);
     assert_eq!(xff.client_ip(&request_xff), Ok(ip("203.0.113.9")));
 
-    let forwarded = PeerIp::new().trusted_proxies(1, ForwardingHeader::Forwarded);
+    let forwarded = PeerIp::new().trusted_proxies_forwarded(1);
     let request_forwarded = request(
         Some("10.0.0.1"),
         &[(FORWARDED, "for=_hidden, for=203.0.113.9")],

@@ -15,8 +15,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use nanolimit::http::{
-    ForwardingHeader, HeaderKey, HeaderOptions, KeyFn, LegacyReset, Mode, PeerIp, RateLimitLayer,
-    Rejected, RejectionReason, RequestHead,
+    HeaderKey, HeaderOptions, KeyFn, Mode, PeerIp, RateLimitLayer, Rejected, RejectionReason,
+    RequestHead,
 };
 use nanolimit::{
     FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, SlidingWindow, WhenFull,
@@ -204,7 +204,7 @@ async fn per_ip_gcra_sends_every_header_on_allowed_and_429() -> TestResult {
         .clock(clock.clone())
         .build()?;
     let layer = RateLimitLayer::keyed(Arc::new(limiter), PeerIp::new())
-        .headers(HeaderOptions::new("per-ip")?.legacy(LegacyReset::DeltaSeconds))
+        .headers(HeaderOptions::new("per-ip")?.legacy())
         .headers_on_allowed(true);
     let address = serve(routes().layer(layer.clone())).await;
     let client = client();
@@ -328,11 +328,7 @@ fn ceil_seconds(duration: Duration) -> u64 {
 async fn legacy_reset_as_unix_seconds() -> TestResult {
     let limiter = Limiter::with_clock(Gcra::per_minute(6)?, ManualClock::new());
     let layer = RateLimitLayer::direct(Arc::new(limiter))
-        .headers(
-            HeaderOptions::new("api")?
-                .ietf(false)
-                .legacy(LegacyReset::UnixSeconds),
-        )
+        .headers(HeaderOptions::new("api")?.ietf(false).legacy_unix_reset())
         .headers_on_allowed(true);
     let address = serve(routes().layer(layer)).await;
     let client = client();
@@ -676,7 +672,7 @@ async fn x_forwarded_for_on_a_real_server() -> TestResult {
     );
 
     // One trusted proxy (the test client plays it): the element it appended is the client.
-    let behind_proxy = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+    let behind_proxy = PeerIp::new().trusted_proxies_x_forwarded_for(1);
     let layer = RateLimitLayer::keyed(Arc::new(per_ip()?), behind_proxy);
     let trusted = serve(routes().layer(layer.clone())).await;
     let reply = get_with(&client, trusted, &[("x-forwarded-for", "203.0.113.9")]).await;
