@@ -1,5 +1,6 @@
 //! What a request is limited by: its client's address, a header, one global key, or a closure.
 
+use super::rejection::Rejection;
 use crate::engine::error::BuildError;
 use core::fmt;
 use http::header::{HeaderName, FORWARDED};
@@ -19,35 +20,8 @@ pub trait KeyExtractor: Clone + Send + Sync + 'static {
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&Self::Key) -> R,
-    ) -> Result<R, KeyRejection>;
+    ) -> Result<R, Rejection>;
 }
-
-/// Why a request has no key. The layer answers it with its key-rejection status (400 by
-/// default), never a panic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum KeyRejection {
-    /// The request carries nothing to key it by (no peer address; no such header).
-    Missing,
-    /// What it carries cannot be read as a key (a forwarding header that is not a list of
-    /// addresses, or names fewer hops than the trusted proxies; a header value that is not
-    /// text).
-    Malformed,
-    /// The value is longer than the extractor accepts.
-    TooLong,
-}
-
-impl fmt::Display for KeyRejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            KeyRejection::Missing => "the request carries no rate-limit key",
-            KeyRejection::Malformed => "the request's rate-limit key is malformed",
-            KeyRejection::TooLong => "the request's rate-limit key is too long",
-        })
-    }
-}
-
-impl std::error::Error for KeyRejection {}
 
 /// Which header trusted proxies record the client's address in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,7 +33,7 @@ enum ForwardingHeader {
 }
 
 /// The longest forwarding header read, in bytes (all its fields together); longer ones are
-/// [`KeyRejection::TooLong`].
+/// [`Rejection::KeyTooLong`].
 pub const MAX_FORWARDING_HEADER_BYTES: usize = 8 * 1024;
 
 /// The bits of an IPv6 address: the longest prefix clients can be keyed by.
@@ -77,7 +51,7 @@ const IPV6_ADDRESS_BITS: u8 = 128;
 /// and which header they append to: the client is then the address that many entries from the
 /// end of that header, the one the outermost trusted proxy saw. Never by default: a client
 /// must not choose its own key. A forwarding header that cannot be read, or names fewer
-/// addresses than there are trusted proxies, is [`KeyRejection::Malformed`].
+/// addresses than there are trusted proxies, is [`Rejection::KeyMalformed`].
 ///
 /// IPv6 clients are keyed by their network prefix, a /64 by default (one client usually owns
 /// a whole /64, and could otherwise take 2^64 keys): [`ipv6_prefix`](Self::ipv6_prefix).
@@ -177,9 +151,9 @@ impl PeerIp {
 
     /// The client address of `request`, masked to the IPv6 prefix.
     #[inline(always)]
-    pub fn client_ip<B>(&self, request: &Request<B>) -> Result<IpAddr, KeyRejection> {
+    pub fn client_ip<B>(&self, request: &Request<B>) -> Result<IpAddr, Rejection> {
         let client = if self.trusted_proxies == 0 {
-            peer_address(request).ok_or(KeyRejection::Missing)?
+            peer_address(request).ok_or(Rejection::KeyMissing)?
         } else {
             self.forwarded_client(request)?
         };
@@ -205,7 +179,7 @@ impl PeerIp {
     /// most servers trust no proxy, and the peer's address is the fast path).
     #[cold]
     #[inline(never)]
-    fn forwarded_client<B>(&self, request: &Request<B>) -> Result<IpAddr, KeyRejection> {
+    fn forwarded_client<B>(&self, request: &Request<B>) -> Result<IpAddr, Rejection> {
         let name = match self.header {
             ForwardingHeader::XForwardedFor => HeaderName::from_static("x-forwarded-for"),
             ForwardingHeader::Forwarded => FORWARDED,
@@ -218,23 +192,23 @@ impl PeerIp {
         for field in request.headers().get_all(&name) {
             total_bytes += field.len();
             if total_bytes > MAX_FORWARDING_HEADER_BYTES {
-                return Err(KeyRejection::TooLong);
+                return Err(Rejection::KeyTooLong);
             }
-            let text = field.to_str().map_err(|_| KeyRejection::Malformed)?;
+            let text = field.to_str().map_err(|_| Rejection::KeyMalformed)?;
             chain.extend(text.split(','));
         }
         if chain.is_empty() {
-            return Err(KeyRejection::Missing);
+            return Err(Rejection::KeyMissing);
         }
         let index = chain
             .len()
             .checked_sub(self.trusted_proxies)
-            .ok_or(KeyRejection::Malformed)?;
+            .ok_or(Rejection::KeyMalformed)?;
         let client = match self.header {
             ForwardingHeader::XForwardedFor => parse_address(chain[index].trim()),
             ForwardingHeader::Forwarded => forwarded_for(chain[index]),
         };
-        client.ok_or(KeyRejection::Malformed)
+        client.ok_or(Rejection::KeyMalformed)
     }
 }
 
@@ -246,7 +220,7 @@ impl KeyExtractor for PeerIp {
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&IpAddr) -> R,
-    ) -> Result<R, KeyRejection> {
+    ) -> Result<R, Rejection> {
         // `client_ip`'s steps, with a direct IPv4 peer (the common case) judged here and every
         // other case out of line: with both judged here, the compiler kept `judge` (the whole
         // check) out of line, and with the two families merged into one value before a single
@@ -268,7 +242,7 @@ impl PeerIp {
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&IpAddr) -> R,
-    ) -> Result<R, KeyRejection> {
+    ) -> Result<R, Rejection> {
         Ok(judge(&self.client_ip(request)?))
     }
 }
@@ -318,15 +292,15 @@ fn forwarded_for(element: &str) -> Option<IpAddr> {
 
 /// Keys requests by the value of one header (an API key, a user id), as bytes.
 ///
-/// A request without the header is [`KeyRejection::Missing`]; one whose value is longer than
-/// the maximum (256 bytes by default) is [`KeyRejection::TooLong`].
+/// A request without the header is [`Rejection::KeyMissing`]; one whose value is longer than
+/// the maximum (256 bytes by default) is [`Rejection::KeyTooLong`].
 ///
 /// ```
-/// use nanolimit::http::{HeaderKey, KeyExtractor, KeyRejection};
+/// use nanolimit::http::{HeaderKey, KeyExtractor, Rejection};
 ///
 /// let api_key = HeaderKey::new(http::header::HeaderName::from_static("x-api-key"));
 /// let mut request = http::Request::new(());
-/// assert_eq!(api_key.with_key(&request, |key: &[u8]| key.len()), Err(KeyRejection::Missing));
+/// assert_eq!(api_key.with_key(&request, |key: &[u8]| key.len()), Err(Rejection::KeyMissing));
 /// request.headers_mut().insert("x-api-key", "k-123".parse()?);
 /// assert_eq!(api_key.with_key(&request, |key: &[u8]| key.to_vec())?, b"k-123");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -372,13 +346,13 @@ impl KeyExtractor for HeaderKey {
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R, KeyRejection> {
+    ) -> Result<R, Rejection> {
         let value = request
             .headers()
             .get(&self.name)
-            .ok_or(KeyRejection::Missing)?;
+            .ok_or(Rejection::KeyMissing)?;
         if value.len() > self.max_bytes {
-            return Err(KeyRejection::TooLong);
+            return Err(Rejection::KeyTooLong);
         }
         Ok(judge(value.as_bytes()))
     }
@@ -396,13 +370,13 @@ impl KeyExtractor for GlobalKey {
         &self,
         _request: &Request<B>,
         judge: impl FnOnce(&()) -> R,
-    ) -> Result<R, KeyRejection> {
+    ) -> Result<R, Rejection> {
         Ok(judge(&()))
     }
 }
 
 /// Keys requests by what a closure returns from the request's head (method, URI, headers,
-/// extensions): `None` is [`KeyRejection::Missing`].
+/// extensions): `None` is [`Rejection::KeyMissing`].
 ///
 /// ```
 /// use nanolimit::http::{KeyExtractor, KeyFn, RequestHead};
@@ -443,8 +417,8 @@ where
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&K) -> R,
-    ) -> Result<R, KeyRejection> {
-        let key = (self.extract)(&RequestHead::of(request)).ok_or(KeyRejection::Missing)?;
+    ) -> Result<R, Rejection> {
+        let key = (self.extract)(&RequestHead::of(request)).ok_or(Rejection::KeyMissing)?;
         Ok(judge(&key))
     }
 }

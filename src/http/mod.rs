@@ -12,13 +12,14 @@ mod future;
 mod headers;
 mod key;
 mod layer;
+mod rejection;
 mod service;
 
 pub use future::ResponseFuture;
 pub use headers::HeaderOptions;
 pub use key::{
-    GlobalKey, HeaderKey, KeyExtractor, KeyFn, KeyRejection, PeerIp, RequestHead,
-    MAX_FORWARDING_HEADER_BYTES,
+    GlobalKey, HeaderKey, KeyExtractor, KeyFn, PeerIp, RequestHead, MAX_FORWARDING_HEADER_BYTES,
 };
-pub use layer::{Mode, RateLimitLayer, Rejected, RejectionReason};
+pub use layer::{Mode, RateLimitLayer};
+pub use rejection::Rejection;
 pub use service::RateLimitService;

@@ -4,8 +4,9 @@
 #[cfg(feature = "tokio")]
 use super::future::merge_headers;
 use super::future::ResponseFuture;
-use super::key::{KeyExtractor, KeyRejection, RequestHead};
-use super::layer::{LayerEvent, Mode, Rejected, RejectionReason, Shared, SHADOW_MARK};
+use super::key::{KeyExtractor, RequestHead};
+use super::layer::{LayerEvent, Mode, Shared, SHADOW_MARK};
+use super::rejection::Rejection;
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request as LimitRequest;
@@ -44,11 +45,19 @@ impl<S: fmt::Debug, L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitServic
 /// What the check of one request found: its decision, boxed, where the request was not simply
 /// allowed (`None`: allowed, no headers to write); a request the limiter refuses to judge; or
 /// why it has no key.
-type Checked<Q> = Result<Result<Option<Box<Decision<Q>>>, RequestError>, KeyRejection>;
+type Checked<Q> = Result<Result<Option<Box<Decision<Q>>>, RequestError>, Rejection>;
 
 /// What a plain layer's check of one request found ([`Shared::check_plainly`]): its decision,
 /// boxed, where the request was not allowed; or why it has no key.
-type PlainlyChecked<Q> = Result<Option<Box<Decision<Q>>>, KeyRejection>;
+type PlainlyChecked<Q> = Result<Option<Box<Decision<Q>>>, Rejection>;
+
+/// What the layer answers a request it does not pass on with, before a custom rejection
+/// response sees it.
+struct OwnAnswer {
+    rejection: Rejection,
+    status: StatusCode,
+    headers: HeaderMap,
+}
 
 /// What the check of one request decided.
 enum Verdict<Q: Quota> {
@@ -56,7 +65,7 @@ enum Verdict<Q: Quota> {
     /// Passed on, with these headers (delay mode, where the headers come from a peek).
     #[cfg(feature = "tokio")]
     PassWith(Option<HeaderMap>),
-    Answer(Rejected),
+    Answer(OwnAnswer),
     /// Held for this long, then passed on with these headers.
     #[cfg(feature = "tokio")]
     Hold(std::time::Duration, Option<HeaderMap>),
@@ -140,19 +149,19 @@ where
         let decision = match decided {
             Err(rejection) => {
                 self.counters.count(LayerEvent::Unusable);
-                return Verdict::Answer(self.rejected(
-                    RejectionReason::Key(rejection),
-                    self.key_rejection_status,
-                    HeaderMap::new(),
-                ));
+                return Verdict::Answer(OwnAnswer {
+                    rejection,
+                    status: self.key_rejection_status,
+                    headers: HeaderMap::new(),
+                });
             }
             Ok(Err(_cost_above_limit)) => {
                 self.counters.count(LayerEvent::Unusable);
-                return Verdict::Answer(self.rejected(
-                    RejectionReason::CostAboveLimit,
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    HeaderMap::new(),
-                ));
+                return Verdict::Answer(OwnAnswer {
+                    rejection: Rejection::CostAboveLimit,
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    headers: HeaderMap::new(),
+                });
             }
             Ok(Ok(None)) => {
                 self.counters.count(LayerEvent::Allowed);
@@ -170,14 +179,18 @@ where
         }
         self.counters.count(LayerEvent::Rejected);
         let headers = self.headers.to_header_map(&decision);
-        let (reason, status) = if decision.is_untracked() {
-            (RejectionReason::TableFull, self.table_full_status)
+        let (rejection, status) = if decision.is_untracked() {
+            (Rejection::TableFull, self.table_full_status)
         } else if cfg!(feature = "tokio") && self.has_delay() {
-            (RejectionReason::WaitTooLong, StatusCode::TOO_MANY_REQUESTS)
+            (Rejection::WaitTooLong, StatusCode::TOO_MANY_REQUESTS)
         } else {
-            (RejectionReason::RateLimited, StatusCode::TOO_MANY_REQUESTS)
+            (Rejection::RateLimited, StatusCode::TOO_MANY_REQUESTS)
         };
-        Verdict::Answer(self.rejected(reason, status, headers))
+        Verdict::Answer(OwnAnswer {
+            rejection,
+            status,
+            headers,
+        })
     }
 
     #[cfg(feature = "tokio")]
@@ -190,36 +203,23 @@ where
         false
     }
 
-    fn rejected(
-        &self,
-        reason: RejectionReason,
-        status: StatusCode,
-        headers: HeaderMap,
-    ) -> Rejected {
-        Rejected {
-            reason,
-            status,
-            headers,
-        }
-    }
-
-    fn answer<ResBody: From<String>>(&self, rejected: Rejected) -> Response<ResBody> {
-        let response = match &self.rejection {
-            Some(custom) => custom(&rejected),
-            None => {
-                let text = match rejected.reason {
-                    RejectionReason::RateLimited | RejectionReason::WaitTooLong => {
-                        "Too Many Requests"
-                    }
-                    RejectionReason::TableFull => "Service Unavailable: too many clients",
-                    RejectionReason::Key(_) => "Bad Request: no rate-limit key",
-                    RejectionReason::CostAboveLimit => "Request Too Large for the rate limit",
-                };
-                let mut response = Response::new(text.to_owned());
-                *response.status_mut() = rejected.status;
-                *response.headers_mut() = rejected.headers;
-                response
+    /// The response to a request the layer answers itself: its own, or the custom rejection
+    /// response made from it.
+    fn answer<ResBody: From<String>>(&self, answer: OwnAnswer) -> Response<ResBody> {
+        let text = match answer.rejection {
+            Rejection::RateLimited | Rejection::WaitTooLong => "Too Many Requests",
+            Rejection::TableFull => "Service Unavailable: too many clients",
+            Rejection::KeyMissing | Rejection::KeyMalformed | Rejection::KeyTooLong => {
+                "Bad Request: no rate-limit key"
             }
+            Rejection::CostAboveLimit => "Request Too Large for the rate limit",
+        };
+        let mut response = Response::new(text.to_owned());
+        *response.status_mut() = answer.status;
+        *response.headers_mut() = answer.headers;
+        let response = match &self.rejection {
+            Some(custom) => custom(&answer.rejection, response),
+            None => response,
         };
         response.map(ResBody::from)
     }
@@ -318,7 +318,7 @@ where
                 let headers = decision.map(|decision| self.shared.passed_headers(&decision));
                 ResponseFuture::passed(self.inner.call(request), headers)
             }
-            Verdict::Answer(rejected) => ResponseFuture::answered(self.shared.answer(rejected)),
+            Verdict::Answer(answer) => ResponseFuture::answered(self.shared.answer(answer)),
             #[cfg(feature = "tokio")]
             Verdict::PassWith(headers) => ResponseFuture::passed(self.inner.call(request), headers),
             #[cfg(feature = "tokio")]

@@ -6,7 +6,7 @@
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use nanolimit::http::{
-    KeyExtractor, KeyRejection, PeerIp, RateLimitLayer, MAX_FORWARDING_HEADER_BYTES,
+    KeyExtractor, PeerIp, RateLimitLayer, Rejection, MAX_FORWARDING_HEADER_BYTES,
 };
 use nanolimit::{BuildError, Gcra, KeyedLimiter, ManualClock};
 use std::convert::Infallible;
@@ -128,7 +128,7 @@ async fn peer_address_from_the_server_extensions() -> TestResult {
     );
 
     let nowhere = request(None, &[]);
-    assert_eq!(extractor.client_ip(&nowhere), Err(KeyRejection::Missing));
+    assert_eq!(extractor.client_ip(&nowhere), Err(Rejection::KeyMissing));
     let layer = layer(10, PeerIp::new());
     assert_eq!(status(&layer, nowhere).await, StatusCode::BAD_REQUEST);
     assert_eq!(layer.stats().unusable, 1);
@@ -155,7 +155,7 @@ async fn longer_chain_takes_the_element_hops_from_the_end() -> TestResult {
                 );
             }
             let too_many = behind_x_forwarded_for(4);
-            assert_eq!(too_many.client_ip(&request), Err(KeyRejection::Malformed));
+            assert_eq!(too_many.client_ip(&request), Err(Rejection::KeyMalformed));
         }
     }
 
@@ -220,7 +220,7 @@ async fn rfc_7239_forwarded() -> TestResult {
 
     // Trusting `Forwarded` does not read `X-Forwarded-For`.
     let only_xff = request(Some("10.0.0.1"), &[(XFF, "192.0.2.1")]);
-    assert_eq!(hops_1.client_ip(&only_xff), Err(KeyRejection::Missing));
+    assert_eq!(hops_1.client_ip(&only_xff), Err(Rejection::KeyMissing));
     Ok(())
 }
 
@@ -256,7 +256,7 @@ async fn malformed_forwarding_values_answer_400() -> TestResult {
         let request = request(Some("10.0.0.1"), &[(name, value)]);
         assert_eq!(
             extractor.client_ip(&request),
-            Err(KeyRejection::Malformed),
+            Err(Rejection::KeyMalformed),
             "{name}: {value:?}"
         );
         let layer = layer(10, extractor);
@@ -273,7 +273,7 @@ async fn malformed_forwarding_values_answer_400() -> TestResult {
     opaque
         .headers_mut()
         .insert(XFF, HeaderValue::from_bytes(b"192.0.2.1\xff")?);
-    assert_eq!(xff.client_ip(&opaque), Err(KeyRejection::Malformed));
+    assert_eq!(xff.client_ip(&opaque), Err(Rejection::KeyMalformed));
     assert_eq!(
         status(&layer(10, xff), opaque).await,
         StatusCode::BAD_REQUEST
@@ -281,7 +281,7 @@ async fn malformed_forwarding_values_answer_400() -> TestResult {
 
     // Missing where the trusted proxy must have written it.
     let missing = request(Some("10.0.0.1"), &[]);
-    assert_eq!(xff.client_ip(&missing), Err(KeyRejection::Missing));
+    assert_eq!(xff.client_ip(&missing), Err(Rejection::KeyMissing));
     assert_eq!(
         status(&layer(10, xff), missing).await,
         StatusCode::BAD_REQUEST
@@ -314,7 +314,7 @@ async fn oversized_forwarding_header_is_400() -> TestResult {
 
     let one_more = chain_of_exactly(MAX_FORWARDING_HEADER_BYTES + 1, "192.0.2.1");
     let oversized = request(Some("10.0.0.1"), &[(XFF, &one_more)]);
-    assert_eq!(xff.client_ip(&oversized), Err(KeyRejection::TooLong));
+    assert_eq!(xff.client_ip(&oversized), Err(Rejection::KeyTooLong));
     assert_eq!(
         status(&layer(10, xff), oversized).await,
         StatusCode::BAD_REQUEST
@@ -322,7 +322,7 @@ async fn oversized_forwarding_header_is_400() -> TestResult {
 
     let half = chain_of_exactly(MAX_FORWARDING_HEADER_BYTES / 2 + 1, "192.0.2.1");
     let split = request(Some("10.0.0.1"), &[(XFF, &half), (XFF, &half)]);
-    assert_eq!(xff.client_ip(&split), Err(KeyRejection::TooLong));
+    assert_eq!(xff.client_ip(&split), Err(Rejection::KeyTooLong));
 
     // Oversized garbage is TooLong before it is parsed; a huge Forwarded field likewise.
     let forwarded = PeerIp::new().trusted_proxies_forwarded(1);
@@ -330,7 +330,7 @@ async fn oversized_forwarding_header_is_400() -> TestResult {
     let huge_forwarded = request(Some("10.0.0.1"), &[(FORWARDED, &huge)]);
     assert_eq!(
         forwarded.client_ip(&huge_forwarded),
-        Err(KeyRejection::TooLong)
+        Err(Rejection::KeyTooLong)
     );
     assert_eq!(
         status(&layer(10, forwarded), huge_forwarded).await,

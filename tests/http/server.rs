@@ -15,8 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use nanolimit::http::{
-    HeaderKey, HeaderOptions, KeyFn, Mode, PeerIp, RateLimitLayer, Rejected, RejectionReason,
-    RequestHead,
+    HeaderKey, HeaderOptions, KeyFn, Mode, PeerIp, RateLimitLayer, Rejection, RequestHead,
 };
 use nanolimit::{
     FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, SlidingWindow, WhenFull,
@@ -550,22 +549,19 @@ async fn custom_rejection_response() -> TestResult {
         HeaderKey::new(API_KEY.parse().expect("a header name")),
     )
     .headers(HeaderOptions::new("api")?)
-    .rejection(|rejected: &Rejected| {
-        let reason = match rejected.reason {
-            RejectionReason::RateLimited => "rate_limited",
-            RejectionReason::Key(_) => "no_key",
+    .rejection(|rejection: &Rejection, mut response: Response<String>| {
+        let reason = match rejection {
+            Rejection::RateLimited => "rate_limited",
+            other if other.is_unusable_key() => "no_key",
             _ => "other",
         };
-        let mut response = Response::new(format!(
+        *response.body_mut() = format!(
             r#"{{"error":"{reason}","status":{}}}"#,
-            rejected.status.as_u16()
-        ));
-        *response.status_mut() = if rejected.reason == RejectionReason::RateLimited {
-            StatusCode::SERVICE_UNAVAILABLE
-        } else {
-            rejected.status
-        };
-        *response.headers_mut() = rejected.headers.clone();
+            response.status().as_u16()
+        );
+        if *rejection == Rejection::RateLimited {
+            *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        }
         response
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
