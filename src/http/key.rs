@@ -1,8 +1,8 @@
-//! What a request is limited by: its client's address, a header, one global key, or a closure.
+//! What a request is limited by: its client's address, a header, one global key (`()`), or a
+//! closure.
 
 use super::rejection::Rejection;
 use crate::engine::error::BuildError;
-use core::fmt;
 use http::header::{HeaderName, FORWARDED};
 use http::Request;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -11,6 +11,34 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 ///
 /// The key is lent to `judge` rather than returned, so an extractor can lend a slice of the
 /// request (a header's bytes) without copying it.
+///
+/// | extractor | key | for |
+/// |---|---|---|
+/// | [`PeerIp`] | [`IpAddr`] | the client's address, behind trusted proxies or not |
+/// | [`HeaderKey`] | `[u8]` | one header's value: an API key, a user id |
+/// | `()` | `()` | one key for every request (what [`RateLimitLayer::direct`](super::RateLimitLayer::direct) uses) |
+/// | a closure `Fn(&RequestHead<'_>) -> Result<K, Rejection>` (and `Clone + Send + Sync + 'static`) | `K` | anything in the request's head |
+///
+/// ```
+/// use nanolimit::http::{KeyExtractor, RateLimitLayer, RequestHead, Rejection};
+/// use nanolimit::{Gcra, KeyedLimiter};
+/// use std::sync::Arc;
+///
+/// // The first path segment: per-tenant limits for /tenant/...
+/// let tenant = |head: &RequestHead<'_>| {
+///     let segment = head.uri.path().split('/').nth(1).filter(|segment| !segment.is_empty());
+///     segment.map(str::to_owned).ok_or(Rejection::KeyMissing)
+/// };
+/// let request = http::Request::get("/acme/orders").body(())?;
+/// assert_eq!(tenant.with_key(&request, |key: &String| key.clone())?, "acme");
+/// let root = http::Request::get("/").body(())?;
+/// assert_eq!(tenant.with_key(&root, |key: &String| key.clone()), Err(Rejection::KeyMissing));
+///
+/// let per_tenant = KeyedLimiter::<String, _>::new(Gcra::per_second(100)?, 10_000)?;
+/// let layer = RateLimitLayer::keyed(Arc::new(per_tenant), tenant);
+/// # let _ = layer;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait KeyExtractor: Clone + Send + Sync + 'static {
     /// The key type (`?Sized`: a header's value is a `[u8]`).
     type Key: ?Sized;
@@ -360,12 +388,10 @@ impl KeyExtractor for HeaderKey {
 
 /// One key for every request: for a direct [`Limiter`](crate::Limiter) (which ignores keys),
 /// or a keyed one shared with other layers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct GlobalKey;
-
-impl KeyExtractor for GlobalKey {
+impl KeyExtractor for () {
     type Key = ();
 
+    #[inline]
     fn with_key<B, R>(
         &self,
         _request: &Request<B>,
@@ -376,40 +402,11 @@ impl KeyExtractor for GlobalKey {
 }
 
 /// Keys requests by what a closure returns from the request's head (method, URI, headers,
-/// extensions): `None` is [`Rejection::KeyMissing`].
-///
-/// ```
-/// use nanolimit::http::{KeyExtractor, KeyFn, RequestHead};
-///
-/// // The first path segment: per-tenant limits for /tenant/...
-/// let tenant = KeyFn::new(|head: &RequestHead<'_>| {
-///     head.uri.path().split('/').nth(1).map(str::to_owned)
-/// });
-/// let request = http::Request::get("/acme/orders").body(())?;
-/// assert_eq!(tenant.with_key(&request, |key: &String| key.clone())?, "acme");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone)]
-pub struct KeyFn<F> {
-    extract: F,
-}
-
-impl<F> KeyFn<F> {
-    /// Keys requests by `extract`.
-    pub fn new(extract: F) -> Self {
-        KeyFn { extract }
-    }
-}
-
-impl<F> fmt::Debug for KeyFn<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyFn").finish_non_exhaustive()
-    }
-}
-
-impl<K, F> KeyExtractor for KeyFn<F>
+/// extensions), or by the [`Rejection`] it returns, for instance
+/// [`Rejection::KeyMissing`].
+impl<K, F> KeyExtractor for F
 where
-    F: Fn(&RequestHead<'_>) -> Option<K> + Clone + Send + Sync + 'static,
+    F: Fn(&RequestHead<'_>) -> Result<K, Rejection> + Clone + Send + Sync + 'static,
 {
     type Key = K;
 
@@ -418,7 +415,7 @@ where
         request: &Request<B>,
         judge: impl FnOnce(&K) -> R,
     ) -> Result<R, Rejection> {
-        let key = (self.extract)(&RequestHead::of(request)).ok_or(Rejection::KeyMissing)?;
+        let key = self(&RequestHead::of(request))?;
         Ok(judge(&key))
     }
 }

@@ -1,7 +1,7 @@
 //! The tower layer and service: check each request, answer 429 (or pass it on, or delay it).
 
 use super::headers::HeaderOptions;
-use super::key::{GlobalKey, KeyExtractor, RequestHead};
+use super::key::{KeyExtractor, RequestHead};
 use super::rejection::Rejection;
 use super::service::RateLimitService;
 use crate::clock::Clock;
@@ -152,8 +152,8 @@ impl<L, X: KeyExtractor, Q: Quota> Clone for Shared<L, X, Q> {
 
 /// A [`tower_layer::Layer`] that checks every request against a nanolimit limiter: direct
 /// ([`direct`](Self::direct)) or keyed by what an extractor finds in the request
-/// ([`keyed`](Self::keyed): [`PeerIp`](super::PeerIp), [`HeaderKey`](super::HeaderKey),
-/// [`KeyFn`](super::KeyFn)). Works with axum, hyper and tonic (any `tower::Service` over
+/// ([`keyed`](Self::keyed): [`PeerIp`](super::PeerIp), [`HeaderKey`](super::HeaderKey), a
+/// closure: see [`KeyExtractor`]). Works with axum, hyper and tonic (any `tower::Service` over
 /// `http::Request`s whose response body can be made from a `String`).
 ///
 /// | option | default |
@@ -202,9 +202,7 @@ impl<L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitLayer<L, X, Q> {
     }
 }
 
-impl<Q: Quota, C: Clock + 'static, N: Counting + 'static>
-    RateLimitLayer<Limiter<Q, C, N>, GlobalKey, Q>
-{
+impl<Q: Quota, C: Clock + 'static, N: Counting + 'static> RateLimitLayer<Limiter<Q, C, N>, (), Q> {
     /// A layer checking every request against one direct limiter.
     ///
     /// ```
@@ -217,7 +215,7 @@ impl<Q: Quota, C: Clock + 'static, N: Counting + 'static>
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     pub fn direct(limiter: Arc<Limiter<Q, C, N>>) -> Self {
-        RateLimitLayer::with_extractor(limiter, GlobalKey)
+        RateLimitLayer::with_extractor(limiter, ())
     }
 }
 

@@ -15,7 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use nanolimit::http::{
-    HeaderKey, HeaderOptions, KeyFn, Mode, PeerIp, RateLimitLayer, Rejection, RequestHead,
+    HeaderKey, HeaderOptions, Mode, PeerIp, RateLimitLayer, Rejection, RequestHead,
 };
 use nanolimit::{
     FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, SlidingWindow, WhenFull,
@@ -763,7 +763,7 @@ async fn concurrent_clients_fixed_window() -> TestResult {
     concurrent_clients_admit_exactly_the_quota(FixedWindow::per_minute(7)?).await
 }
 
-/// A `KeyFn` key (the user from a header) with a per-request tier (the plan from another
+/// A closure's key (the user from a header) with a per-request tier (the plan from another
 /// header): each tier's limit shows in the headers; no user is a 400.
 #[tokio::test]
 async fn key_fn_and_tiers() -> TestResult {
@@ -772,10 +772,11 @@ async fn key_fn_and_tiers() -> TestResult {
         .clock(ManualClock::new())
         .build()?;
     let pro = limiter.tier(Gcra::per_minute(4)?)?;
-    let user = KeyFn::new(|head: &RequestHead<'_>| {
-        let user = head.headers.get("x-user")?.to_str().ok()?;
-        Some(user.to_owned())
-    });
+    let user = |head: &RequestHead<'_>| {
+        let user = head.headers.get("x-user").ok_or(Rejection::KeyMissing)?;
+        let user = user.to_str().map_err(|_| Rejection::KeyMalformed)?;
+        Ok(user.to_owned())
+    };
     let layer = RateLimitLayer::keyed(Arc::new(limiter), user)
         .tier(move |head: &RequestHead<'_>| {
             let plan = head.headers.get("x-plan")?;
