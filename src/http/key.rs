@@ -62,6 +62,19 @@ enum ForwardingHeader {
 
 /// The longest forwarding header read, in bytes (all its fields together); longer ones are
 /// [`Rejection::KeyTooLong`].
+///
+/// ```
+/// use nanolimit::http::{PeerIp, Rejection, MAX_FORWARDING_HEADER_BYTES};
+/// use std::net::SocketAddr;
+///
+/// let behind_one_proxy = PeerIp::new().trusted_proxies_x_forwarded_for(1);
+/// let mut request = http::Request::new(());
+/// request.extensions_mut().insert(SocketAddr::from(([10, 0, 0, 1], 443)));
+/// let chain = vec!["192.0.2.1"; MAX_FORWARDING_HEADER_BYTES / 10 + 1].join(",");
+/// request.headers_mut().insert("x-forwarded-for", chain.parse()?);
+/// assert_eq!(behind_one_proxy.client_ip(&request), Err(Rejection::KeyTooLong));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAX_FORWARDING_HEADER_BYTES: usize = 8 * 1024;
 
 /// The bits of an IPv6 address: the longest prefix clients can be keyed by.
@@ -420,7 +433,19 @@ where
     }
 }
 
-/// What closures see of a request (its head, not its body), whatever the body type.
+/// What closures see of a request (its head, not its body), whatever the body type: the
+/// closures that key requests ([`KeyExtractor`]), cost them
+/// ([`RateLimitLayer::cost`](super::RateLimitLayer::cost)) and pick their tier
+/// ([`RateLimitLayer::tier`](super::RateLimitLayer::tier)).
+///
+/// ```
+/// use nanolimit::http::RequestHead;
+///
+/// let weight = |head: &RequestHead<'_>| if head.method == http::Method::POST { 5 } else { 1 };
+/// let request = http::Request::post("/orders").body(())?;
+/// assert_eq!(weight(&RequestHead::of(&request)), 5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct RequestHead<'request> {

@@ -28,7 +28,31 @@ type CostFn = Arc<dyn Fn(&RequestHead<'_>) -> u64 + Send + Sync>;
 type TierFn<Q> = Arc<dyn Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync>;
 type RejectionFn = Arc<dyn Fn(&Rejection, Response<String>) -> Response<String> + Send + Sync>;
 
-/// What the layer does with a request the limit rejects.
+/// What the layer does with a request the limit rejects ([`RateLimitLayer::mode`]).
+///
+/// ```
+/// use nanolimit::http::{Mode, RateLimitLayer};
+/// use nanolimit::{Gcra, Limiter, ManualClock};
+/// use std::sync::Arc;
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// let limiter = Limiter::with_clock(Gcra::per_minute(1)?, ManualClock::new());
+/// let layer = RateLimitLayer::direct(Arc::new(limiter)).mode(Mode::Shadow { mark: true });
+/// let service = layer.layer(service_fn(|_request: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("ok")))
+/// }));
+/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+/// runtime.block_on(async {
+///     let _ = service.clone().oneshot(http::Request::new(())).await?;
+///     // Over the limit, but let through, marked.
+///     let over = service.clone().oneshot(http::Request::new(())).await?;
+///     assert_eq!(over.status(), http::StatusCode::OK);
+///     assert_eq!(over.headers()["ratelimit-shadow"], "rejected");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })?;
+/// assert_eq!(layer.stats().would_reject, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Mode {

@@ -16,7 +16,6 @@ mod layer;
 mod rejection;
 mod service;
 
-pub use future::ResponseFuture;
 pub use headers::HeaderOptions;
 pub use key::{HeaderKey, KeyExtractor, PeerIp, RequestHead, MAX_FORWARDING_HEADER_BYTES};
 pub use layer::{Mode, RateLimitLayer};

@@ -19,7 +19,48 @@ use http::{Request, Response, StatusCode};
 use std::sync::Arc;
 use tower_service::Service;
 
-/// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around another.
+/// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around another: it judges
+/// each request, then passes it on to the inner service, answers it itself (429, with the
+/// rate-limit headers and `Retry-After`), or, in delay mode, holds it.
+///
+/// Its response future is a concrete type the crate does not export (a box would cost an
+/// allocation per request): await it, or hold it as an `impl Future`.
+///
+/// ```
+/// use nanolimit::http::{PeerIp, RateLimitLayer};
+/// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+/// use std::net::{IpAddr, SocketAddr};
+/// use std::sync::Arc;
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// let per_ip = KeyedLimiter::<IpAddr, _>::builder(Gcra::per_minute(1)?)
+///     .capacity(1_000)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// let layer = RateLimitLayer::keyed(Arc::new(per_ip), PeerIp::new());
+/// let service = layer.layer(service_fn(|_request: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("ok")))
+/// }));
+/// // The server records each connection's peer in the request (axum: `ConnectInfo`).
+/// let from = |client: [u8; 4]| {
+///     let mut request = http::Request::new(());
+///     request.extensions_mut().insert(SocketAddr::from((client, 40_000)));
+///     request
+/// };
+/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+/// runtime.block_on(async {
+///     let first = service.clone().oneshot(from([192, 0, 2, 1])).await?;
+///     assert_eq!(first.status(), http::StatusCode::OK);
+///     let again = service.clone().oneshot(from([192, 0, 2, 1])).await?;
+///     assert_eq!(again.status(), http::StatusCode::TOO_MANY_REQUESTS);
+///     assert_eq!(again.headers()["retry-after"], "60");
+///     let other_client = service.clone().oneshot(from([192, 0, 2, 2])).await?;
+///     assert_eq!(other_client.status(), http::StatusCode::OK);
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })?;
+/// assert_eq!((layer.stats().allowed, layer.stats().rejected), (2, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct RateLimitService<S, L, X: KeyExtractor, Q: Quota> {
     pub(super) inner: S,
     pub(super) shared: Arc<Shared<L, X, Q>>,
