@@ -34,10 +34,7 @@ use axum::Router;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use nanolimit::http::{
-    HeaderKey, HeaderOptions, LegacyReset, PeerIp, RateLimitLayer, Rejected, RejectionReason,
-    RequestHead,
-};
+use nanolimit::http::{HeaderKey, HeaderOptions, PeerIp, RateLimitLayer, Rejection, RequestHead};
 use nanolimit::{Gcra, KeyedLimiter, SlidingWindow, Tier};
 use std::error::Error;
 use std::net::{IpAddr, SocketAddr};
@@ -72,15 +69,13 @@ fn api_layer(
 
 /// The `/api` layers' own answers: the layer's status and headers, and a `401` says how to
 /// authenticate (RFC 9110 requires `WWW-Authenticate` on every `401`).
-fn api_rejection(rejected: &Rejected) -> Response<String> {
-    let (body, challenge) = match rejected.reason {
-        RejectionReason::Key(_) => ("send your API key in x-api-key\n", true),
-        RejectionReason::RateLimited => ("your plan's limit is used up: see Retry-After\n", false),
+fn api_rejection(rejection: &Rejection, mut response: Response<String>) -> Response<String> {
+    let (body, challenge) = match rejection {
+        Rejection::RateLimited => ("your plan's limit is used up: see Retry-After\n", false),
+        other if other.is_unusable_key() => ("send your API key in x-api-key\n", true),
         _ => ("try again later\n", false),
     };
-    let mut response = Response::new(body.to_owned());
-    *response.status_mut() = rejected.status;
-    *response.headers_mut() = rejected.headers.clone();
+    *response.body_mut() = body.to_owned();
     if challenge {
         let scheme = HeaderValue::from_static(r#"ApiKey header="x-api-key""#);
         response.headers_mut().insert(WWW_AUTHENTICATE, scheme);
@@ -164,9 +159,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let free = api.tier(SlidingWindow::per_minute(5)?)?;
     let paid = api.tier(SlidingWindow::per_minute(100)?)?;
     let data_layer = api_layer(&api, free, paid, HeaderOptions::new("api")?);
-    let legacy_headers = HeaderOptions::new("api")?
-        .ietf(false)
-        .legacy(LegacyReset::UnixSeconds);
+    let legacy_headers = HeaderOptions::new("api")?.ietf(false).legacy_unix_reset();
     let legacy_layer = api_layer(&api, free, paid, legacy_headers);
 
     let app = Router::new()

@@ -209,6 +209,19 @@ pub enum BuildError {
     /// Background refills asked for outside a tokio runtime: build within one, or turn them
     /// off.
     NoRuntime,
+    /// An HTTP rate-limit policy name that is empty or not printable ASCII: it could not be
+    /// written in a header.
+    InvalidPolicyName {
+        /// The name asked for.
+        name: String,
+    },
+    /// An IPv6 prefix longer than an address, for keying clients by their network.
+    InvalidPrefixLength {
+        /// The prefix length asked for, in bits.
+        bits: u8,
+        /// The longest prefix, in bits: the whole address.
+        max: u8,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -273,6 +286,13 @@ impl fmt::Display for BuildError {
             BuildError::NoRuntime => f.write_str(
                 "background refills need a tokio runtime: build within one, or turn them off",
             ),
+            BuildError::InvalidPolicyName { name } => write!(
+                f,
+                "a rate-limit policy name must be non-empty printable ASCII, not {name:?}"
+            ),
+            BuildError::InvalidPrefixLength { bits, max } => {
+                write!(f, "an IPv6 prefix of {bits} bits is longer than the {max} of an address")
+            }
         }
     }
 }

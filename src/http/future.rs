@@ -1,5 +1,9 @@
 //! The response future of the layer's service: a plain enum, pinned with `pin-project-lite`
 //! (the crate keeps `#![forbid(unsafe_code)]`).
+//!
+//! The module is private and its future is not re-exported: users cannot name it. It is a
+//! concrete type rather than a boxed future because `Service::Future` must be one type, and a
+//! box would cost an allocation per request.
 
 use super::headers::is_list_field;
 use crate::quota::Quota;
@@ -10,7 +14,13 @@ use http::header::{HeaderMap, HeaderName};
 use http::Response;
 
 pin_project_lite::pin_project! {
-    /// The response future of a [`RateLimitService`](super::RateLimitService).
+    /// The response future of a [`RateLimitService`](super::RateLimitService): the inner
+    /// service's future, with the layer's headers added to its response; or the layer's own
+    /// answer; or, in delay mode, a request held until its reservation starts. It resolves to
+    /// the inner service's response or error.
+    ///
+    /// Public but in a private module, so the service can name it as its `Service::Future`
+    /// while users cannot: await it, or hold it as an `impl Future`.
     pub struct ResponseFuture<F, Q, ResBody, E> {
         #[pin]
         inner: Inner<F>,

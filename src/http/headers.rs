@@ -1,8 +1,8 @@
 //! Rate-limit response headers from a [`Decision`]: one place, usable without tower.
 
 use crate::engine::decision::Decision;
+use crate::engine::error::BuildError;
 use crate::quota::Quota;
-use core::fmt;
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -17,10 +17,10 @@ static X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-rese
 
 /// How the legacy `X-RateLimit-Reset` header counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LegacyReset {
-    /// Seconds from now until the limit is whole again (the default).
+enum LegacyReset {
+    /// Seconds from now until the limit is whole again.
     DeltaSeconds,
-    /// The Unix time, in seconds, at which the limit is whole again (as GitHub's API does).
+    /// The Unix time, in seconds, at which the limit is whole again.
     UnixSeconds,
 }
 
@@ -30,7 +30,7 @@ pub enum LegacyReset {
 /// |---|---|---|
 /// | `RateLimit-Policy` | IETF (default on) | `"name";q=<limit>;w=<seconds>`: the limit and the window it applies over ([`Quota::limit_window`]; for GCRA, burst × emission interval) |
 /// | `RateLimit` | IETF (default on) | `"name";r=<remaining>;t=<seconds>`: what remains now, and the seconds until the whole limit is back |
-/// | `X-RateLimit-Limit`, `-Remaining`, `-Reset` | legacy (default off) | the limit; what remains; the reset as seconds from now, or as a Unix time ([`LegacyReset`]) |
+/// | `X-RateLimit-Limit`, `-Remaining`, `-Reset` | legacy (default off) | the limit; what remains; the reset as seconds from now ([`legacy`](Self::legacy)), or as a Unix time ([`legacy_unix_reset`](Self::legacy_unix_reset)) |
 /// | `Retry-After` | every denial | seconds until the request would pass, rounded up: never 0 |
 ///
 /// The IETF fields follow draft-ietf-httpapi-ratelimit-headers-10 (structured fields, RFC
@@ -56,24 +56,26 @@ pub struct HeaderOptions {
     legacy: Option<LegacyReset>,
 }
 
-/// A policy name that is not printable ASCII, or is empty.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct InvalidPolicyName;
-
-impl fmt::Display for InvalidPolicyName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a rate-limit policy name must be non-empty printable ASCII")
-    }
-}
-
-impl std::error::Error for InvalidPolicyName {}
-
 impl HeaderOptions {
     /// The IETF headers under the policy name `policy` (non-empty printable ASCII; quotes and
-    /// backslashes are escaped), and no legacy headers.
-    pub fn new(policy: &str) -> Result<Self, InvalidPolicyName> {
+    /// backslashes are escaped), and no legacy headers; any other name is
+    /// [`BuildError::InvalidPolicyName`].
+    ///
+    /// ```
+    /// use nanolimit::http::HeaderOptions;
+    /// use nanolimit::BuildError;
+    ///
+    /// assert!(HeaderOptions::new(r#"per-ip "v2""#).is_ok());
+    /// assert_eq!(
+    ///     HeaderOptions::new("per-ip\n").err(),
+    ///     Some(BuildError::InvalidPolicyName { name: "per-ip\n".to_owned() })
+    /// );
+    /// ```
+    pub fn new(policy: &str) -> Result<Self, BuildError> {
         if policy.is_empty() || !policy.bytes().all(|byte| (0x20..=0x7e).contains(&byte)) {
-            return Err(InvalidPolicyName);
+            return Err(BuildError::InvalidPolicyName {
+                name: policy.to_owned(),
+            });
         }
         let mut quoted_policy = String::with_capacity(policy.len() + 2);
         quoted_policy.push('"');
@@ -97,15 +99,15 @@ impl HeaderOptions {
         self
     }
 
-    /// Also write the legacy `X-RateLimit-*` headers, with the reset counted as `reset`
-    /// (default: none).
+    /// Also write the legacy `X-RateLimit-*` headers, with the reset counted in seconds from
+    /// now (default: no legacy headers).
     ///
     /// ```
-    /// use nanolimit::http::{HeaderOptions, LegacyReset};
+    /// use nanolimit::http::HeaderOptions;
     /// use nanolimit::{FixedWindow, Limiter, ManualClock};
     ///
     /// let limiter = Limiter::with_clock(FixedWindow::per_second(2)?, ManualClock::new());
-    /// let options = HeaderOptions::new("api")?.ietf(false).legacy(LegacyReset::DeltaSeconds);
+    /// let options = HeaderOptions::new("api")?.ietf(false).legacy();
     /// let _ = limiter.check();
     /// let _ = limiter.check();
     /// let headers = options.to_header_map(&limiter.check());
@@ -116,8 +118,32 @@ impl HeaderOptions {
     /// assert!(headers.get("ratelimit").is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn legacy(mut self, reset: LegacyReset) -> Self {
-        self.legacy = Some(reset);
+    pub fn legacy(mut self) -> Self {
+        self.legacy = Some(LegacyReset::DeltaSeconds);
+        self
+    }
+
+    /// Also write the legacy `X-RateLimit-*` headers, with the reset as the Unix time, in
+    /// seconds, at which the limit is whole again, as GitHub's API does (default: no legacy
+    /// headers).
+    ///
+    /// ```
+    /// use nanolimit::http::HeaderOptions;
+    /// use nanolimit::{FixedWindow, Limiter, ManualClock};
+    /// use std::time::{SystemTime, UNIX_EPOCH};
+    ///
+    /// let limiter = Limiter::with_clock(FixedWindow::per_minute(10)?, ManualClock::new());
+    /// let options = HeaderOptions::new("api")?.legacy_unix_reset();
+    /// let before_seconds = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+    /// let headers = options.to_header_map(&limiter.check());
+    /// let reset_seconds: u64 = headers["x-ratelimit-reset"].to_str()?.parse()?;
+    /// // The window ends a minute from now.
+    /// assert!(reset_seconds >= before_seconds + 60 && reset_seconds <= before_seconds + 62);
+    /// assert!(headers.get("ratelimit").is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn legacy_unix_reset(mut self) -> Self {
+        self.legacy = Some(LegacyReset::UnixSeconds);
         self
     }
 

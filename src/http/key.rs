@@ -1,6 +1,8 @@
-//! What a request is limited by: its client's address, a header, one global key, or a closure.
+//! What a request is limited by: its client's address, a header, one global key (`()`), or a
+//! closure.
 
-use core::fmt;
+use super::rejection::Rejection;
+use crate::engine::error::BuildError;
 use http::header::{HeaderName, FORWARDED};
 use http::Request;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -9,6 +11,34 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 ///
 /// The key is lent to `judge` rather than returned, so an extractor can lend a slice of the
 /// request (a header's bytes) without copying it.
+///
+/// | extractor | key | for |
+/// |---|---|---|
+/// | [`PeerIp`] | [`IpAddr`] | the client's address, behind trusted proxies or not |
+/// | [`HeaderKey`] | `[u8]` | one header's value: an API key, a user id |
+/// | `()` | `()` | one key for every request (what [`RateLimitLayer::direct`](super::RateLimitLayer::direct) uses) |
+/// | a closure `Fn(&RequestHead<'_>) -> Result<K, Rejection>` (and `Clone + Send + Sync + 'static`) | `K` | anything in the request's head |
+///
+/// ```
+/// use nanolimit::http::{KeyExtractor, RateLimitLayer, RequestHead, Rejection};
+/// use nanolimit::{Gcra, KeyedLimiter};
+/// use std::sync::Arc;
+///
+/// // The first path segment: per-tenant limits for /tenant/...
+/// let tenant = |head: &RequestHead<'_>| {
+///     let segment = head.uri.path().split('/').nth(1).filter(|segment| !segment.is_empty());
+///     segment.map(str::to_owned).ok_or(Rejection::KeyMissing)
+/// };
+/// let request = http::Request::get("/acme/orders").body(())?;
+/// assert_eq!(tenant.with_key(&request, |key: &String| key.clone())?, "acme");
+/// let root = http::Request::get("/").body(())?;
+/// assert_eq!(tenant.with_key(&root, |key: &String| key.clone()), Err(Rejection::KeyMissing));
+///
+/// let per_tenant = KeyedLimiter::<String, _>::new(Gcra::per_second(100)?, 10_000)?;
+/// let layer = RateLimitLayer::keyed(Arc::new(per_tenant), tenant);
+/// # let _ = layer;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait KeyExtractor: Clone + Send + Sync + 'static {
     /// The key type (`?Sized`: a header's value is a `[u8]`).
     type Key: ?Sized;
@@ -18,39 +48,12 @@ pub trait KeyExtractor: Clone + Send + Sync + 'static {
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&Self::Key) -> R,
-    ) -> Result<R, KeyRejection>;
+    ) -> Result<R, Rejection>;
 }
-
-/// Why a request has no key. The layer answers it with its key-rejection status (400 by
-/// default), never a panic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum KeyRejection {
-    /// The request carries nothing to key it by (no peer address; no such header).
-    Missing,
-    /// What it carries cannot be read as a key (a forwarding header that is not a list of
-    /// addresses, or names fewer hops than the trusted proxies; a header value that is not
-    /// text).
-    Malformed,
-    /// The value is longer than the extractor accepts.
-    TooLong,
-}
-
-impl fmt::Display for KeyRejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            KeyRejection::Missing => "the request carries no rate-limit key",
-            KeyRejection::Malformed => "the request's rate-limit key is malformed",
-            KeyRejection::TooLong => "the request's rate-limit key is too long",
-        })
-    }
-}
-
-impl std::error::Error for KeyRejection {}
 
 /// Which header trusted proxies record the client's address in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ForwardingHeader {
+enum ForwardingHeader {
     /// `X-Forwarded-For: client, proxy1, proxy2`.
     XForwardedFor,
     /// `Forwarded: for=client, for=proxy1` (RFC 7239).
@@ -58,8 +61,24 @@ pub enum ForwardingHeader {
 }
 
 /// The longest forwarding header read, in bytes (all its fields together); longer ones are
-/// [`KeyRejection::TooLong`].
+/// [`Rejection::KeyTooLong`].
+///
+/// ```
+/// use nanolimit::http::{PeerIp, Rejection, MAX_FORWARDING_HEADER_BYTES};
+/// use std::net::SocketAddr;
+///
+/// let behind_one_proxy = PeerIp::new().trusted_proxies_x_forwarded_for(1);
+/// let mut request = http::Request::new(());
+/// request.extensions_mut().insert(SocketAddr::from(([10, 0, 0, 1], 443)));
+/// let chain = vec!["192.0.2.1"; MAX_FORWARDING_HEADER_BYTES / 10 + 1].join(",");
+/// request.headers_mut().insert("x-forwarded-for", chain.parse()?);
+/// assert_eq!(behind_one_proxy.client_ip(&request), Err(Rejection::KeyTooLong));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAX_FORWARDING_HEADER_BYTES: usize = 8 * 1024;
+
+/// The bits of an IPv6 address: the longest prefix clients can be keyed by.
+const IPV6_ADDRESS_BITS: u8 = 128;
 
 /// Keys requests by the client's IP address.
 ///
@@ -68,20 +87,21 @@ pub const MAX_FORWARDING_HEADER_BYTES: usize = 8 * 1024;
 /// or, with the `axum` feature, axum's `ConnectInfo<SocketAddr>`
 /// (`into_make_service_with_connect_info::<SocketAddr>()`).
 ///
-/// Behind reverse proxies, [`trusted_proxies`](Self::trusted_proxies) says how many there are
+/// Behind reverse proxies, [`trusted_proxies_x_forwarded_for`](Self::trusted_proxies_x_forwarded_for)
+/// or [`trusted_proxies_forwarded`](Self::trusted_proxies_forwarded) says how many there are
 /// and which header they append to: the client is then the address that many entries from the
 /// end of that header, the one the outermost trusted proxy saw. Never by default: a client
 /// must not choose its own key. A forwarding header that cannot be read, or names fewer
-/// addresses than there are trusted proxies, is [`KeyRejection::Malformed`].
+/// addresses than there are trusted proxies, is [`Rejection::KeyMalformed`].
 ///
 /// IPv6 clients are keyed by their network prefix, a /64 by default (one client usually owns
 /// a whole /64, and could otherwise take 2^64 keys): [`ipv6_prefix`](Self::ipv6_prefix).
 ///
 /// ```
-/// use nanolimit::http::{ForwardingHeader, KeyExtractor, PeerIp};
+/// use nanolimit::http::{KeyExtractor, PeerIp};
 /// use std::net::{IpAddr, SocketAddr};
 ///
-/// let behind_one_proxy = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+/// let behind_one_proxy = PeerIp::new().trusted_proxies_x_forwarded_for(1);
 /// let mut request = http::Request::new(());
 /// request.extensions_mut().insert(SocketAddr::from(([10, 0, 0, 1], 443))); // the proxy
 /// request.headers_mut().insert("x-forwarded-for", "198.51.100.7, 203.0.113.9".parse()?);
@@ -97,21 +117,6 @@ pub struct PeerIp {
     header: ForwardingHeader,
     ipv6_prefix_bits: u8,
 }
-
-/// An IPv6 prefix longer than 128 bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct InvalidPrefix {
-    /// The prefix length asked for.
-    pub bits: u8,
-}
-
-impl fmt::Display for InvalidPrefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "an IPv6 prefix is at most 128 bits, not {}", self.bits)
-    }
-}
-
-impl std::error::Error for InvalidPrefix {}
 
 impl Default for PeerIp {
     fn default() -> Self {
@@ -129,25 +134,57 @@ impl PeerIp {
         }
     }
 
-    /// Trusts `hops` reverse proxies in front of the server, which append to `header`; zero
-    /// ignores forwarding headers (the default).
-    pub const fn trusted_proxies(mut self, hops: usize, header: ForwardingHeader) -> Self {
+    /// Trusts `hops` reverse proxies in front of the server, which append the address they
+    /// saw to `X-Forwarded-For: client, proxy1, proxy2`; zero ignores forwarding headers (the
+    /// default).
+    pub const fn trusted_proxies_x_forwarded_for(mut self, hops: usize) -> Self {
         self.trusted_proxies = hops;
-        self.header = header;
+        self.header = ForwardingHeader::XForwardedFor;
         self
     }
 
-    /// Keys IPv6 clients by their first `bits` bits (128: the whole address).
+    /// Trusts `hops` reverse proxies in front of the server, which append the address they
+    /// saw to RFC 7239's `Forwarded: for=client, for=proxy1`; zero ignores forwarding headers
+    /// (the default).
     ///
     /// ```
     /// use nanolimit::http::PeerIp;
+    /// use std::net::{IpAddr, SocketAddr};
+    ///
+    /// let behind_one_proxy = PeerIp::new().trusted_proxies_forwarded(1);
+    /// let mut request = http::Request::new(());
+    /// request.extensions_mut().insert(SocketAddr::from(([10, 0, 0, 1], 443))); // the proxy
+    /// request.headers_mut().insert("forwarded", r#"for="[2001:db8:cafe::17]:4711""#.parse()?);
+    /// // IPv6 clients are keyed by their /64.
+    /// let client: IpAddr = "2001:db8:cafe::".parse()?;
+    /// assert_eq!(behind_one_proxy.client_ip(&request), Ok(client));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub const fn trusted_proxies_forwarded(mut self, hops: usize) -> Self {
+        self.trusted_proxies = hops;
+        self.header = ForwardingHeader::Forwarded;
+        self
+    }
+
+    /// Keys IPv6 clients by their first `bits` bits (128: the whole address); a longer prefix
+    /// is [`BuildError::InvalidPrefixLength`].
+    ///
+    /// ```
+    /// use nanolimit::http::PeerIp;
+    /// use nanolimit::BuildError;
     ///
     /// assert!(PeerIp::new().ipv6_prefix(48).is_ok());
-    /// assert!(PeerIp::new().ipv6_prefix(129).is_err());
+    /// assert_eq!(
+    ///     PeerIp::new().ipv6_prefix(129).err(),
+    ///     Some(BuildError::InvalidPrefixLength { bits: 129, max: 128 })
+    /// );
     /// ```
-    pub const fn ipv6_prefix(mut self, bits: u8) -> Result<Self, InvalidPrefix> {
-        if bits > 128 {
-            return Err(InvalidPrefix { bits });
+    pub const fn ipv6_prefix(mut self, bits: u8) -> Result<Self, BuildError> {
+        if bits > IPV6_ADDRESS_BITS {
+            return Err(BuildError::InvalidPrefixLength {
+                bits,
+                max: IPV6_ADDRESS_BITS,
+            });
         }
         self.ipv6_prefix_bits = bits;
         Ok(self)
@@ -155,9 +192,9 @@ impl PeerIp {
 
     /// The client address of `request`, masked to the IPv6 prefix.
     #[inline(always)]
-    pub fn client_ip<B>(&self, request: &Request<B>) -> Result<IpAddr, KeyRejection> {
+    pub fn client_ip<B>(&self, request: &Request<B>) -> Result<IpAddr, Rejection> {
         let client = if self.trusted_proxies == 0 {
-            peer_address(request).ok_or(KeyRejection::Missing)?
+            peer_address(request).ok_or(Rejection::KeyMissing)?
         } else {
             self.forwarded_client(request)?
         };
@@ -179,11 +216,11 @@ impl PeerIp {
         }
     }
 
-    /// The address `trusted_proxies` entries from the end of the forwarding header (cold:
+    /// The address `self.trusted_proxies` entries from the end of the forwarding header (cold:
     /// most servers trust no proxy, and the peer's address is the fast path).
     #[cold]
     #[inline(never)]
-    fn forwarded_client<B>(&self, request: &Request<B>) -> Result<IpAddr, KeyRejection> {
+    fn forwarded_client<B>(&self, request: &Request<B>) -> Result<IpAddr, Rejection> {
         let name = match self.header {
             ForwardingHeader::XForwardedFor => HeaderName::from_static("x-forwarded-for"),
             ForwardingHeader::Forwarded => FORWARDED,
@@ -196,23 +233,23 @@ impl PeerIp {
         for field in request.headers().get_all(&name) {
             total_bytes += field.len();
             if total_bytes > MAX_FORWARDING_HEADER_BYTES {
-                return Err(KeyRejection::TooLong);
+                return Err(Rejection::KeyTooLong);
             }
-            let text = field.to_str().map_err(|_| KeyRejection::Malformed)?;
+            let text = field.to_str().map_err(|_| Rejection::KeyMalformed)?;
             chain.extend(text.split(','));
         }
         if chain.is_empty() {
-            return Err(KeyRejection::Missing);
+            return Err(Rejection::KeyMissing);
         }
         let index = chain
             .len()
             .checked_sub(self.trusted_proxies)
-            .ok_or(KeyRejection::Malformed)?;
+            .ok_or(Rejection::KeyMalformed)?;
         let client = match self.header {
             ForwardingHeader::XForwardedFor => parse_address(chain[index].trim()),
             ForwardingHeader::Forwarded => forwarded_for(chain[index]),
         };
-        client.ok_or(KeyRejection::Malformed)
+        client.ok_or(Rejection::KeyMalformed)
     }
 }
 
@@ -224,7 +261,7 @@ impl KeyExtractor for PeerIp {
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&IpAddr) -> R,
-    ) -> Result<R, KeyRejection> {
+    ) -> Result<R, Rejection> {
         // `client_ip`'s steps, with a direct IPv4 peer (the common case) judged here and every
         // other case out of line: with both judged here, the compiler kept `judge` (the whole
         // check) out of line, and with the two families merged into one value before a single
@@ -246,7 +283,7 @@ impl PeerIp {
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&IpAddr) -> R,
-    ) -> Result<R, KeyRejection> {
+    ) -> Result<R, Rejection> {
         Ok(judge(&self.client_ip(request)?))
     }
 }
@@ -296,15 +333,15 @@ fn forwarded_for(element: &str) -> Option<IpAddr> {
 
 /// Keys requests by the value of one header (an API key, a user id), as bytes.
 ///
-/// A request without the header is [`KeyRejection::Missing`]; one whose value is longer than
-/// the maximum (256 bytes by default) is [`KeyRejection::TooLong`].
+/// A request without the header is [`Rejection::KeyMissing`]; one whose value is longer than
+/// the maximum (256 bytes by default) is [`Rejection::KeyTooLong`].
 ///
 /// ```
-/// use nanolimit::http::{HeaderKey, KeyExtractor, KeyRejection};
+/// use nanolimit::http::{HeaderKey, KeyExtractor, Rejection};
 ///
 /// let api_key = HeaderKey::new(http::header::HeaderName::from_static("x-api-key"));
 /// let mut request = http::Request::new(());
-/// assert_eq!(api_key.with_key(&request, |key: &[u8]| key.len()), Err(KeyRejection::Missing));
+/// assert_eq!(api_key.with_key(&request, |key: &[u8]| key.len()), Err(Rejection::KeyMissing));
 /// request.headers_mut().insert("x-api-key", "k-123".parse()?);
 /// assert_eq!(api_key.with_key(&request, |key: &[u8]| key.to_vec())?, b"k-123");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -350,13 +387,13 @@ impl KeyExtractor for HeaderKey {
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R, KeyRejection> {
+    ) -> Result<R, Rejection> {
         let value = request
             .headers()
             .get(&self.name)
-            .ok_or(KeyRejection::Missing)?;
+            .ok_or(Rejection::KeyMissing)?;
         if value.len() > self.max_bytes {
-            return Err(KeyRejection::TooLong);
+            return Err(Rejection::KeyTooLong);
         }
         Ok(judge(value.as_bytes()))
     }
@@ -364,56 +401,25 @@ impl KeyExtractor for HeaderKey {
 
 /// One key for every request: for a direct [`Limiter`](crate::Limiter) (which ignores keys),
 /// or a keyed one shared with other layers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct GlobalKey;
-
-impl KeyExtractor for GlobalKey {
+impl KeyExtractor for () {
     type Key = ();
 
+    #[inline]
     fn with_key<B, R>(
         &self,
         _request: &Request<B>,
         judge: impl FnOnce(&()) -> R,
-    ) -> Result<R, KeyRejection> {
+    ) -> Result<R, Rejection> {
         Ok(judge(&()))
     }
 }
 
 /// Keys requests by what a closure returns from the request's head (method, URI, headers,
-/// extensions): `None` is [`KeyRejection::Missing`].
-///
-/// ```
-/// use nanolimit::http::{KeyExtractor, KeyFn, RequestHead};
-///
-/// // The first path segment: per-tenant limits for /tenant/...
-/// let tenant = KeyFn::new(|head: &RequestHead<'_>| {
-///     head.uri.path().split('/').nth(1).map(str::to_owned)
-/// });
-/// let request = http::Request::get("/acme/orders").body(())?;
-/// assert_eq!(tenant.with_key(&request, |key: &String| key.clone())?, "acme");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone)]
-pub struct KeyFn<F> {
-    extract: F,
-}
-
-impl<F> KeyFn<F> {
-    /// Keys requests by `extract`.
-    pub fn new(extract: F) -> Self {
-        KeyFn { extract }
-    }
-}
-
-impl<F> fmt::Debug for KeyFn<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyFn").finish_non_exhaustive()
-    }
-}
-
-impl<K, F> KeyExtractor for KeyFn<F>
+/// extensions), or by the [`Rejection`] it returns, for instance
+/// [`Rejection::KeyMissing`].
+impl<K, F> KeyExtractor for F
 where
-    F: Fn(&RequestHead<'_>) -> Option<K> + Clone + Send + Sync + 'static,
+    F: Fn(&RequestHead<'_>) -> Result<K, Rejection> + Clone + Send + Sync + 'static,
 {
     type Key = K;
 
@@ -421,13 +427,25 @@ where
         &self,
         request: &Request<B>,
         judge: impl FnOnce(&K) -> R,
-    ) -> Result<R, KeyRejection> {
-        let key = (self.extract)(&RequestHead::of(request)).ok_or(KeyRejection::Missing)?;
+    ) -> Result<R, Rejection> {
+        let key = self(&RequestHead::of(request))?;
         Ok(judge(&key))
     }
 }
 
-/// What closures see of a request (its head, not its body), whatever the body type.
+/// What closures see of a request (its head, not its body), whatever the body type: the
+/// closures that key requests ([`KeyExtractor`]), cost them
+/// ([`RateLimitLayer::cost`](super::RateLimitLayer::cost)) and pick their tier
+/// ([`RateLimitLayer::tier`](super::RateLimitLayer::tier)).
+///
+/// ```
+/// use nanolimit::http::RequestHead;
+///
+/// let weight = |head: &RequestHead<'_>| if head.method == http::Method::POST { 5 } else { 1 };
+/// let request = http::Request::post("/orders").body(())?;
+/// assert_eq!(weight(&RequestHead::of(&request)), 5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct RequestHead<'request> {

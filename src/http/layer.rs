@@ -1,7 +1,8 @@
 //! The tower layer and service: check each request, answer 429 (or pass it on, or delay it).
 
 use super::headers::HeaderOptions;
-use super::key::{GlobalKey, KeyExtractor, KeyRejection, RequestHead};
+use super::key::{KeyExtractor, RequestHead};
+use super::rejection::Rejection;
 use super::service::RateLimitService;
 use crate::clock::Clock;
 #[cfg(feature = "tokio")]
@@ -15,7 +16,7 @@ use crate::limiter::keyed::{KeyMode, KeyedLimiter};
 use crate::limiter::rate_limit::RateLimit;
 use crate::quota::Quota;
 use core::fmt;
-use http::header::{HeaderMap, HeaderName};
+use http::header::HeaderName;
 use http::{Response, StatusCode};
 use std::sync::Arc;
 use tower_layer::Layer;
@@ -25,9 +26,33 @@ pub(super) static SHADOW_MARK: HeaderName = HeaderName::from_static("ratelimit-s
 
 type CostFn = Arc<dyn Fn(&RequestHead<'_>) -> u64 + Send + Sync>;
 type TierFn<Q> = Arc<dyn Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync>;
-type RejectionFn = Arc<dyn Fn(&Rejected) -> Response<String> + Send + Sync>;
+type RejectionFn = Arc<dyn Fn(&Rejection, Response<String>) -> Response<String> + Send + Sync>;
 
-/// What the layer does with a request the limit rejects.
+/// What the layer does with a request the limit rejects ([`RateLimitLayer::mode`]).
+///
+/// ```
+/// use nanolimit::http::{Mode, RateLimitLayer};
+/// use nanolimit::{Gcra, Limiter, ManualClock};
+/// use std::sync::Arc;
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// let limiter = Limiter::with_clock(Gcra::per_minute(1)?, ManualClock::new());
+/// let layer = RateLimitLayer::direct(Arc::new(limiter)).mode(Mode::Shadow { mark: true });
+/// let service = layer.layer(service_fn(|_request: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("ok")))
+/// }));
+/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+/// runtime.block_on(async {
+///     let _ = service.clone().oneshot(http::Request::new(())).await?;
+///     // Over the limit, but let through, marked.
+///     let over = service.clone().oneshot(http::Request::new(())).await?;
+///     assert_eq!(over.status(), http::StatusCode::OK);
+///     assert_eq!(over.headers()["ratelimit-shadow"], "rejected");
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })?;
+/// assert_eq!(layer.stats().would_reject, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Mode {
@@ -40,36 +65,6 @@ pub enum Mode {
         /// Whether to mark the responses the limit would have rejected.
         mark: bool,
     },
-}
-
-/// Why the layer answered a request itself, for a custom rejection response
-/// ([`RateLimitLayer::rejection`]).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Rejected {
-    /// What happened.
-    pub reason: RejectionReason,
-    /// The status the layer would answer with.
-    pub status: StatusCode,
-    /// The rate-limit headers the layer would send (`Retry-After` included), if any.
-    pub headers: HeaderMap,
-}
-
-/// Why a request was answered by the layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum RejectionReason {
-    /// The limit is used up (429).
-    RateLimited,
-    /// A keyed table full of live keys had no room for the client's key (503 by default): not
-    /// the client's doing, and its `Retry-After` is never 0.
-    TableFull,
-    /// The request has no usable key (400 by default).
-    Key(KeyRejection),
-    /// The request's cost is above the limit: it could never pass (413).
-    CostAboveLimit,
-    /// Delay mode: it would have had to wait longer than the maximum (429).
-    WaitTooLong,
 }
 
 /// What the layer counts, one [`Stats`] figure per count, on the crate's striped counters
@@ -181,8 +176,8 @@ impl<L, X: KeyExtractor, Q: Quota> Clone for Shared<L, X, Q> {
 
 /// A [`tower_layer::Layer`] that checks every request against a nanolimit limiter: direct
 /// ([`direct`](Self::direct)) or keyed by what an extractor finds in the request
-/// ([`keyed`](Self::keyed): [`PeerIp`](super::PeerIp), [`HeaderKey`](super::HeaderKey),
-/// [`KeyFn`](super::KeyFn)). Works with axum, hyper and tonic (any `tower::Service` over
+/// ([`keyed`](Self::keyed): [`PeerIp`](super::PeerIp), [`HeaderKey`](super::HeaderKey), a
+/// closure: see [`KeyExtractor`]). Works with axum, hyper and tonic (any `tower::Service` over
 /// `http::Request`s whose response body can be made from a `String`).
 ///
 /// | option | default |
@@ -231,9 +226,7 @@ impl<L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitLayer<L, X, Q> {
     }
 }
 
-impl<Q: Quota, C: Clock + 'static, N: Counting + 'static>
-    RateLimitLayer<Limiter<Q, C, N>, GlobalKey, Q>
-{
+impl<Q: Quota, C: Clock + 'static, N: Counting + 'static> RateLimitLayer<Limiter<Q, C, N>, (), Q> {
     /// A layer checking every request against one direct limiter.
     ///
     /// ```
@@ -246,7 +239,7 @@ impl<Q: Quota, C: Clock + 'static, N: Counting + 'static>
     /// # Ok::<(), nanolimit::QuotaError>(())
     /// ```
     pub fn direct(limiter: Arc<Limiter<Q, C, N>>) -> Self {
-        RateLimitLayer::with_extractor(limiter, GlobalKey)
+        RateLimitLayer::with_extractor(limiter, ())
     }
 }
 
@@ -355,11 +348,35 @@ where
         self.configure(|shared| shared.table_full_status = status)
     }
 
-    /// A custom response for every request the layer answers itself. Its body becomes the
+    /// A custom response for every request the layer answers itself: `rejection` is told why
+    /// ([`Rejection`]) and handed the layer's own answer (its status, the rate-limit headers
+    /// with `Retry-After`, a one-line text body), to change or replace. Its body becomes the
     /// service's body type through `From<String>`.
+    ///
+    /// ```
+    /// use http::header::{HeaderValue, WWW_AUTHENTICATE};
+    /// use http::{Response, StatusCode};
+    /// use nanolimit::http::{HeaderKey, RateLimitLayer, Rejection};
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    /// use std::sync::Arc;
+    ///
+    /// let per_key = KeyedLimiter::<[u8], _>::new(Gcra::per_second(10)?, 10_000)?;
+    /// let layer = RateLimitLayer::keyed(Arc::new(per_key), HeaderKey::named("x-api-key")?)
+    ///     .key_rejection_status(StatusCode::UNAUTHORIZED)
+    ///     .rejection(|rejection: &Rejection, mut response: Response<String>| {
+    ///         // A 401 must say how to authenticate (RFC 9110).
+    ///         if rejection.is_unusable_key() {
+    ///             let scheme = HeaderValue::from_static(r#"ApiKey header="x-api-key""#);
+    ///             response.headers_mut().insert(WWW_AUTHENTICATE, scheme);
+    ///         }
+    ///         response
+    ///     });
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn rejection(
         self,
-        rejection: impl Fn(&Rejected) -> Response<String> + Send + Sync + 'static,
+        rejection: impl Fn(&Rejection, Response<String>) -> Response<String> + Send + Sync + 'static,
     ) -> Self {
         self.configure(|shared| shared.rejection = Some(Arc::new(rejection)))
     }

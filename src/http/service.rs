@@ -4,8 +4,9 @@
 #[cfg(feature = "tokio")]
 use super::future::merge_headers;
 use super::future::ResponseFuture;
-use super::key::{KeyExtractor, KeyRejection, RequestHead};
-use super::layer::{LayerEvent, Mode, Rejected, RejectionReason, Shared, SHADOW_MARK};
+use super::key::{KeyExtractor, RequestHead};
+use super::layer::{LayerEvent, Mode, Shared, SHADOW_MARK};
+use super::rejection::Rejection;
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request as LimitRequest;
@@ -18,7 +19,48 @@ use http::{Request, Response, StatusCode};
 use std::sync::Arc;
 use tower_service::Service;
 
-/// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around another.
+/// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around another: it judges
+/// each request, then passes it on to the inner service, answers it itself (429, with the
+/// rate-limit headers and `Retry-After`), or, in delay mode, holds it.
+///
+/// Its response future is a concrete type the crate does not export (a box would cost an
+/// allocation per request): await it, or hold it as an `impl Future`.
+///
+/// ```
+/// use nanolimit::http::{PeerIp, RateLimitLayer};
+/// use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+/// use std::net::{IpAddr, SocketAddr};
+/// use std::sync::Arc;
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// let per_ip = KeyedLimiter::<IpAddr, _>::builder(Gcra::per_minute(1)?)
+///     .capacity(1_000)
+///     .clock(ManualClock::new())
+///     .build()?;
+/// let layer = RateLimitLayer::keyed(Arc::new(per_ip), PeerIp::new());
+/// let service = layer.layer(service_fn(|_request: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("ok")))
+/// }));
+/// // The server records each connection's peer in the request (axum: `ConnectInfo`).
+/// let from = |client: [u8; 4]| {
+///     let mut request = http::Request::new(());
+///     request.extensions_mut().insert(SocketAddr::from((client, 40_000)));
+///     request
+/// };
+/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+/// runtime.block_on(async {
+///     let first = service.clone().oneshot(from([192, 0, 2, 1])).await?;
+///     assert_eq!(first.status(), http::StatusCode::OK);
+///     let again = service.clone().oneshot(from([192, 0, 2, 1])).await?;
+///     assert_eq!(again.status(), http::StatusCode::TOO_MANY_REQUESTS);
+///     assert_eq!(again.headers()["retry-after"], "60");
+///     let other_client = service.clone().oneshot(from([192, 0, 2, 2])).await?;
+///     assert_eq!(other_client.status(), http::StatusCode::OK);
+///     Ok::<(), Box<dyn std::error::Error>>(())
+/// })?;
+/// assert_eq!((layer.stats().allowed, layer.stats().rejected), (2, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct RateLimitService<S, L, X: KeyExtractor, Q: Quota> {
     pub(super) inner: S,
     pub(super) shared: Arc<Shared<L, X, Q>>,
@@ -44,11 +86,19 @@ impl<S: fmt::Debug, L, X: KeyExtractor, Q: Quota> fmt::Debug for RateLimitServic
 /// What the check of one request found: its decision, boxed, where the request was not simply
 /// allowed (`None`: allowed, no headers to write); a request the limiter refuses to judge; or
 /// why it has no key.
-type Checked<Q> = Result<Result<Option<Box<Decision<Q>>>, RequestError>, KeyRejection>;
+type Checked<Q> = Result<Result<Option<Box<Decision<Q>>>, RequestError>, Rejection>;
 
 /// What a plain layer's check of one request found ([`Shared::check_plainly`]): its decision,
 /// boxed, where the request was not allowed; or why it has no key.
-type PlainlyChecked<Q> = Result<Option<Box<Decision<Q>>>, KeyRejection>;
+type PlainlyChecked<Q> = Result<Option<Box<Decision<Q>>>, Rejection>;
+
+/// What the layer answers a request it does not pass on with, before a custom rejection
+/// response sees it.
+struct OwnAnswer {
+    rejection: Rejection,
+    status: StatusCode,
+    headers: HeaderMap,
+}
 
 /// What the check of one request decided.
 enum Verdict<Q: Quota> {
@@ -56,7 +106,7 @@ enum Verdict<Q: Quota> {
     /// Passed on, with these headers (delay mode, where the headers come from a peek).
     #[cfg(feature = "tokio")]
     PassWith(Option<HeaderMap>),
-    Answer(Rejected),
+    Answer(OwnAnswer),
     /// Held for this long, then passed on with these headers.
     #[cfg(feature = "tokio")]
     Hold(std::time::Duration, Option<HeaderMap>),
@@ -140,19 +190,19 @@ where
         let decision = match decided {
             Err(rejection) => {
                 self.counters.count(LayerEvent::Unusable);
-                return Verdict::Answer(self.rejected(
-                    RejectionReason::Key(rejection),
-                    self.key_rejection_status,
-                    HeaderMap::new(),
-                ));
+                return Verdict::Answer(OwnAnswer {
+                    rejection,
+                    status: self.key_rejection_status,
+                    headers: HeaderMap::new(),
+                });
             }
             Ok(Err(_cost_above_limit)) => {
                 self.counters.count(LayerEvent::Unusable);
-                return Verdict::Answer(self.rejected(
-                    RejectionReason::CostAboveLimit,
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    HeaderMap::new(),
-                ));
+                return Verdict::Answer(OwnAnswer {
+                    rejection: Rejection::CostAboveLimit,
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    headers: HeaderMap::new(),
+                });
             }
             Ok(Ok(None)) => {
                 self.counters.count(LayerEvent::Allowed);
@@ -170,14 +220,18 @@ where
         }
         self.counters.count(LayerEvent::Rejected);
         let headers = self.headers.to_header_map(&decision);
-        let (reason, status) = if decision.is_untracked() {
-            (RejectionReason::TableFull, self.table_full_status)
+        let (rejection, status) = if decision.is_untracked() {
+            (Rejection::TableFull, self.table_full_status)
         } else if cfg!(feature = "tokio") && self.has_delay() {
-            (RejectionReason::WaitTooLong, StatusCode::TOO_MANY_REQUESTS)
+            (Rejection::WaitTooLong, StatusCode::TOO_MANY_REQUESTS)
         } else {
-            (RejectionReason::RateLimited, StatusCode::TOO_MANY_REQUESTS)
+            (Rejection::RateLimited, StatusCode::TOO_MANY_REQUESTS)
         };
-        Verdict::Answer(self.rejected(reason, status, headers))
+        Verdict::Answer(OwnAnswer {
+            rejection,
+            status,
+            headers,
+        })
     }
 
     #[cfg(feature = "tokio")]
@@ -190,36 +244,23 @@ where
         false
     }
 
-    fn rejected(
-        &self,
-        reason: RejectionReason,
-        status: StatusCode,
-        headers: HeaderMap,
-    ) -> Rejected {
-        Rejected {
-            reason,
-            status,
-            headers,
-        }
-    }
-
-    fn answer<ResBody: From<String>>(&self, rejected: Rejected) -> Response<ResBody> {
-        let response = match &self.rejection {
-            Some(custom) => custom(&rejected),
-            None => {
-                let text = match rejected.reason {
-                    RejectionReason::RateLimited | RejectionReason::WaitTooLong => {
-                        "Too Many Requests"
-                    }
-                    RejectionReason::TableFull => "Service Unavailable: too many clients",
-                    RejectionReason::Key(_) => "Bad Request: no rate-limit key",
-                    RejectionReason::CostAboveLimit => "Request Too Large for the rate limit",
-                };
-                let mut response = Response::new(text.to_owned());
-                *response.status_mut() = rejected.status;
-                *response.headers_mut() = rejected.headers;
-                response
+    /// The response to a request the layer answers itself: its own, or the custom rejection
+    /// response made from it.
+    fn answer<ResBody: From<String>>(&self, answer: OwnAnswer) -> Response<ResBody> {
+        let text = match answer.rejection {
+            Rejection::RateLimited | Rejection::WaitTooLong => "Too Many Requests",
+            Rejection::TableFull => "Service Unavailable: too many clients",
+            Rejection::KeyMissing | Rejection::KeyMalformed | Rejection::KeyTooLong => {
+                "Bad Request: no rate-limit key"
             }
+            Rejection::CostAboveLimit => "Request Too Large for the rate limit",
+        };
+        let mut response = Response::new(text.to_owned());
+        *response.status_mut() = answer.status;
+        *response.headers_mut() = answer.headers;
+        let response = match &self.rejection {
+            Some(custom) => custom(&answer.rejection, response),
+            None => response,
         };
         response.map(ResBody::from)
     }
@@ -318,7 +359,7 @@ where
                 let headers = decision.map(|decision| self.shared.passed_headers(&decision));
                 ResponseFuture::passed(self.inner.call(request), headers)
             }
-            Verdict::Answer(rejected) => ResponseFuture::answered(self.shared.answer(rejected)),
+            Verdict::Answer(answer) => ResponseFuture::answered(self.shared.answer(answer)),
             #[cfg(feature = "tokio")]
             Verdict::PassWith(headers) => ResponseFuture::passed(self.inner.call(request), headers),
             #[cfg(feature = "tokio")]

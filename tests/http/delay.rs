@@ -3,7 +3,7 @@
 //! request that would wait longer than the maximum is answered 429 at once, booking nothing.
 
 use http::{Request, Response, StatusCode};
-use nanolimit::http::{HeaderKey, RateLimitLayer, Rejected, RejectionReason};
+use nanolimit::http::{HeaderKey, RateLimitLayer, Rejection};
 use nanolimit::{Gcra, KeyedLimiter, Limiter, TokioClock};
 use std::convert::Infallible;
 use std::future::Future;
@@ -189,10 +189,11 @@ async fn delay_rejection_reason_is_wait_too_long() -> TestResult {
     let seen = Arc::clone(&reasons);
     let layer = RateLimitLayer::direct(Arc::new(limiter))
         .delay(ms(500))
-        .rejection(move |rejected: &Rejected| {
-            seen.lock().expect("reasons").push(rejected.reason);
+        .rejection(move |rejection: &Rejection, answer: Response<String>| {
+            seen.lock().expect("reasons").push(*rejection);
+            // A response of its own, replacing the layer's: the status kept, no headers.
             let mut response = Response::new(String::from("slow down"));
-            *response.status_mut() = rejected.status;
+            *response.status_mut() = answer.status();
             response
         });
     let log = CallLog::default();
@@ -205,10 +206,7 @@ async fn delay_rejection_reason_is_wait_too_long() -> TestResult {
         second,
         (StatusCode::TOO_MANY_REQUESTS, None, Duration::ZERO)
     );
-    assert_eq!(
-        *reasons.lock().expect("reasons"),
-        [RejectionReason::WaitTooLong]
-    );
+    assert_eq!(*reasons.lock().expect("reasons"), [Rejection::WaitTooLong]);
     Ok(())
 }
 

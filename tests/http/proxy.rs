@@ -6,10 +6,9 @@
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use nanolimit::http::{
-    ForwardingHeader, KeyExtractor, KeyRejection, PeerIp, RateLimitLayer,
-    MAX_FORWARDING_HEADER_BYTES,
+    KeyExtractor, PeerIp, RateLimitLayer, Rejection, MAX_FORWARDING_HEADER_BYTES,
 };
-use nanolimit::{Gcra, KeyedLimiter, ManualClock};
+use nanolimit::{BuildError, Gcra, KeyedLimiter, ManualClock};
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -66,9 +65,18 @@ async fn status(layer: &IpLayer, request: Request<()>) -> StatusCode {
         .status()
 }
 
-fn behind(hops: usize, header: ForwardingHeader) -> PeerIp {
+/// Behind `hops` trusted proxies that append to `X-Forwarded-For`, whole IPv6 addresses.
+fn behind_x_forwarded_for(hops: usize) -> PeerIp {
     PeerIp::new()
-        .trusted_proxies(hops, header)
+        .trusted_proxies_x_forwarded_for(hops)
+        .ipv6_prefix(128)
+        .expect("a prefix")
+}
+
+/// Behind `hops` trusted proxies that append to `Forwarded`, whole IPv6 addresses.
+fn behind_forwarded(hops: usize) -> PeerIp {
+    PeerIp::new()
+        .trusted_proxies_forwarded(hops)
         .ipv6_prefix(128)
         .expect("a prefix")
 }
@@ -120,7 +128,7 @@ async fn peer_address_from_the_server_extensions() -> TestResult {
     );
 
     let nowhere = request(None, &[]);
-    assert_eq!(extractor.client_ip(&nowhere), Err(KeyRejection::Missing));
+    assert_eq!(extractor.client_ip(&nowhere), Err(Rejection::KeyMissing));
     let layer = layer(10, PeerIp::new());
     assert_eq!(status(&layer, nowhere).await, StatusCode::BAD_REQUEST);
     assert_eq!(layer.stats().unusable, 1);
@@ -139,32 +147,29 @@ async fn longer_chain_takes_the_element_hops_from_the_end() -> TestResult {
         for peer in [Some("10.0.0.1"), None] {
             let request = request(peer, headers);
             for (hops, expected) in [(1, "203.0.113.9"), (2, "198.51.100.2"), (3, "198.51.100.1")] {
-                let extractor = behind(hops, ForwardingHeader::XForwardedFor);
+                let extractor = behind_x_forwarded_for(hops);
                 assert_eq!(
                     extractor.client_ip(&request),
                     Ok(ip(expected)),
                     "{hops} hops"
                 );
             }
-            let too_many = behind(4, ForwardingHeader::XForwardedFor);
-            assert_eq!(too_many.client_ip(&request), Err(KeyRejection::Malformed));
+            let too_many = behind_x_forwarded_for(4);
+            assert_eq!(too_many.client_ip(&request), Err(Rejection::KeyMalformed));
         }
     }
 
     // Proxies write ports and brackets too.
     let with_ports = request(None, &[(XFF, "[2001:db8::1]:8080, 192.0.2.7:443")]);
-    let hops_2 = behind(2, ForwardingHeader::XForwardedFor);
+    let hops_2 = behind_x_forwarded_for(2);
     assert_eq!(hops_2.client_ip(&with_ports), Ok(ip("2001:db8::1")));
-    let hops_1 = behind(1, ForwardingHeader::XForwardedFor);
+    let hops_1 = behind_x_forwarded_for(1);
     assert_eq!(hops_1.client_ip(&with_ports), Ok(ip("192.0.2.7")));
     let bracketed = request(None, &[(XFF, "[2001:db8::2]")]);
     assert_eq!(hops_1.client_ip(&bracketed), Ok(ip("2001:db8::2")));
 
     // Through the layer, two hops, 1 a minute: the client is the second-to-last element.
-    let layer = layer(
-        1,
-        PeerIp::new().trusted_proxies(2, ForwardingHeader::XForwardedFor),
-    );
+    let layer = layer(1, PeerIp::new().trusted_proxies_x_forwarded_for(2));
     let cases = [
         ("203.0.113.5, 10.0.0.2", StatusCode::OK),
         (
@@ -185,8 +190,8 @@ async fn longer_chain_takes_the_element_hops_from_the_end() -> TestResult {
 /// elements and fields.
 #[tokio::test]
 async fn rfc_7239_forwarded() -> TestResult {
-    let hops_1 = behind(1, ForwardingHeader::Forwarded);
-    let hops_2 = behind(2, ForwardingHeader::Forwarded);
+    let hops_1 = behind_forwarded(1);
+    let hops_2 = behind_forwarded(2);
     let cases = [
         ("for=192.0.2.60;proto=http;by=203.0.113.43", "192.0.2.60"),
         ("For=\"[2001:db8:cafe::17]:4711\"", "2001:db8:cafe::17"),
@@ -210,12 +215,12 @@ async fn rfc_7239_forwarded() -> TestResult {
     assert_eq!(hops_2.client_ip(&chain), Ok(ip("192.0.2.43")));
 
     // With the default /64, the quoted IPv6 client is keyed by its prefix.
-    let default_prefix = PeerIp::new().trusted_proxies(1, ForwardingHeader::Forwarded);
+    let default_prefix = PeerIp::new().trusted_proxies_forwarded(1);
     assert_eq!(default_prefix.client_ip(&chain), Ok(ip("2001:db8:cafe::")));
 
     // Trusting `Forwarded` does not read `X-Forwarded-For`.
     let only_xff = request(Some("10.0.0.1"), &[(XFF, "192.0.2.1")]);
-    assert_eq!(hops_1.client_ip(&only_xff), Err(KeyRejection::Missing));
+    assert_eq!(hops_1.client_ip(&only_xff), Err(Rejection::KeyMissing));
     Ok(())
 }
 
@@ -224,9 +229,9 @@ async fn rfc_7239_forwarded() -> TestResult {
 /// not text, and fields over 8 KiB in all.
 #[tokio::test]
 async fn malformed_forwarding_values_answer_400() -> TestResult {
-    let xff = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
-    let forwarded = PeerIp::new().trusted_proxies(1, ForwardingHeader::Forwarded);
-    let two_hops = PeerIp::new().trusted_proxies(2, ForwardingHeader::XForwardedFor);
+    let xff = PeerIp::new().trusted_proxies_x_forwarded_for(1);
+    let forwarded = PeerIp::new().trusted_proxies_forwarded(1);
+    let two_hops = PeerIp::new().trusted_proxies_x_forwarded_for(2);
     let malformed = [
         (xff, XFF, "garbage"),
         (xff, XFF, "unknown"),
@@ -251,7 +256,7 @@ async fn malformed_forwarding_values_answer_400() -> TestResult {
         let request = request(Some("10.0.0.1"), &[(name, value)]);
         assert_eq!(
             extractor.client_ip(&request),
-            Err(KeyRejection::Malformed),
+            Err(Rejection::KeyMalformed),
             "{name}: {value:?}"
         );
         let layer = layer(10, extractor);
@@ -268,7 +273,7 @@ async fn malformed_forwarding_values_answer_400() -> TestResult {
     opaque
         .headers_mut()
         .insert(XFF, HeaderValue::from_bytes(b"192.0.2.1\xff")?);
-    assert_eq!(xff.client_ip(&opaque), Err(KeyRejection::Malformed));
+    assert_eq!(xff.client_ip(&opaque), Err(Rejection::KeyMalformed));
     assert_eq!(
         status(&layer(10, xff), opaque).await,
         StatusCode::BAD_REQUEST
@@ -276,7 +281,7 @@ async fn malformed_forwarding_values_answer_400() -> TestResult {
 
     // Missing where the trusted proxy must have written it.
     let missing = request(Some("10.0.0.1"), &[]);
-    assert_eq!(xff.client_ip(&missing), Err(KeyRejection::Missing));
+    assert_eq!(xff.client_ip(&missing), Err(Rejection::KeyMissing));
     assert_eq!(
         status(&layer(10, xff), missing).await,
         StatusCode::BAD_REQUEST
@@ -301,7 +306,7 @@ fn chain_of_exactly(bytes: usize, element: &str) -> String {
 /// is `TooLong` and a 400.
 #[tokio::test]
 async fn oversized_forwarding_header_is_400() -> TestResult {
-    let xff = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+    let xff = PeerIp::new().trusted_proxies_x_forwarded_for(1);
     let largest = chain_of_exactly(MAX_FORWARDING_HEADER_BYTES, "192.0.2.1");
     let fits = request(Some("10.0.0.1"), &[(XFF, &largest)]);
     assert_eq!(xff.client_ip(&fits), Ok(ip("192.0.2.1")));
@@ -309,7 +314,7 @@ async fn oversized_forwarding_header_is_400() -> TestResult {
 
     let one_more = chain_of_exactly(MAX_FORWARDING_HEADER_BYTES + 1, "192.0.2.1");
     let oversized = request(Some("10.0.0.1"), &[(XFF, &one_more)]);
-    assert_eq!(xff.client_ip(&oversized), Err(KeyRejection::TooLong));
+    assert_eq!(xff.client_ip(&oversized), Err(Rejection::KeyTooLong));
     assert_eq!(
         status(&layer(10, xff), oversized).await,
         StatusCode::BAD_REQUEST
@@ -317,15 +322,15 @@ async fn oversized_forwarding_header_is_400() -> TestResult {
 
     let half = chain_of_exactly(MAX_FORWARDING_HEADER_BYTES / 2 + 1, "192.0.2.1");
     let split = request(Some("10.0.0.1"), &[(XFF, &half), (XFF, &half)]);
-    assert_eq!(xff.client_ip(&split), Err(KeyRejection::TooLong));
+    assert_eq!(xff.client_ip(&split), Err(Rejection::KeyTooLong));
 
     // Oversized garbage is TooLong before it is parsed; a huge Forwarded field likewise.
-    let forwarded = PeerIp::new().trusted_proxies(1, ForwardingHeader::Forwarded);
+    let forwarded = PeerIp::new().trusted_proxies_forwarded(1);
     let huge = format!("for={}", "x".repeat(64 * 1024));
     let huge_forwarded = request(Some("10.0.0.1"), &[(FORWARDED, &huge)]);
     assert_eq!(
         forwarded.client_ip(&huge_forwarded),
-        Err(KeyRejection::TooLong)
+        Err(Rejection::KeyTooLong)
     );
     assert_eq!(
         status(&layer(10, forwarded), huge_forwarded).await,
@@ -382,10 +387,16 @@ async fn ipv6_clients_are_keyed_by_prefix() -> TestResult {
     assert_ne!(key(&by_128, same_64_b), key(&by_128, same_64_a));
     let by_0 = PeerIp::new().ipv6_prefix(0)?;
     assert_eq!(key(&by_0, "2001:db8::1"), Ok(ip("::")));
-    assert!(PeerIp::new().ipv6_prefix(129).is_err());
+    assert_eq!(
+        PeerIp::new().ipv6_prefix(129),
+        Err(BuildError::InvalidPrefixLength {
+            bits: 129,
+            max: 128
+        })
+    );
 
     // The prefix applies to forwarded clients too.
-    let forwarded_64 = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+    let forwarded_64 = PeerIp::new().trusted_proxies_x_forwarded_for(1);
     let forwarded = request(Some("10.0.0.1"), &[(XFF, same_64_b)]);
     assert_eq!(forwarded_64.client_ip(&forwarded), Ok(ip("2001:db8:1:2::")));
     Ok(())
@@ -397,11 +408,11 @@ async fn ipv6_clients_are_keyed_by_prefix() -> TestResult {
 /// proxy appended is a valid address, so the request has a key.
 #[tokio::test]
 async fn untrusted_elements_before_the_client_are_not_parsed() -> TestResult {
-    let xff = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+    let xff = PeerIp::new().trusted_proxies_x_forwarded_for(1);
     let request_xff = request(Some("10.0.0.1"), &[(XFF, "unknown, 203.0.113.9")]);
     assert_eq!(xff.client_ip(&request_xff), Ok(ip("203.0.113.9")));
 
-    let forwarded = PeerIp::new().trusted_proxies(1, ForwardingHeader::Forwarded);
+    let forwarded = PeerIp::new().trusted_proxies_forwarded(1);
     let request_forwarded = request(
         Some("10.0.0.1"),
         &[(FORWARDED, "for=_hidden, for=203.0.113.9")],

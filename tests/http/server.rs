@@ -15,8 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use nanolimit::http::{
-    ForwardingHeader, HeaderKey, HeaderOptions, KeyFn, LegacyReset, Mode, PeerIp, RateLimitLayer,
-    Rejected, RejectionReason, RequestHead,
+    HeaderKey, HeaderOptions, Mode, PeerIp, RateLimitLayer, Rejection, RequestHead,
 };
 use nanolimit::{
     FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, SlidingWindow, WhenFull,
@@ -204,7 +203,7 @@ async fn per_ip_gcra_sends_every_header_on_allowed_and_429() -> TestResult {
         .clock(clock.clone())
         .build()?;
     let layer = RateLimitLayer::keyed(Arc::new(limiter), PeerIp::new())
-        .headers(HeaderOptions::new("per-ip")?.legacy(LegacyReset::DeltaSeconds))
+        .headers(HeaderOptions::new("per-ip")?.legacy())
         .headers_on_allowed(true);
     let address = serve(routes().layer(layer.clone())).await;
     let client = client();
@@ -328,11 +327,7 @@ fn ceil_seconds(duration: Duration) -> u64 {
 async fn legacy_reset_as_unix_seconds() -> TestResult {
     let limiter = Limiter::with_clock(Gcra::per_minute(6)?, ManualClock::new());
     let layer = RateLimitLayer::direct(Arc::new(limiter))
-        .headers(
-            HeaderOptions::new("api")?
-                .ietf(false)
-                .legacy(LegacyReset::UnixSeconds),
-        )
+        .headers(HeaderOptions::new("api")?.ietf(false).legacy_unix_reset())
         .headers_on_allowed(true);
     let address = serve(routes().layer(layer)).await;
     let client = client();
@@ -554,22 +549,19 @@ async fn custom_rejection_response() -> TestResult {
         HeaderKey::new(API_KEY.parse().expect("a header name")),
     )
     .headers(HeaderOptions::new("api")?)
-    .rejection(|rejected: &Rejected| {
-        let reason = match rejected.reason {
-            RejectionReason::RateLimited => "rate_limited",
-            RejectionReason::Key(_) => "no_key",
+    .rejection(|rejection: &Rejection, mut response: Response<String>| {
+        let reason = match rejection {
+            Rejection::RateLimited => "rate_limited",
+            other if other.is_unusable_key() => "no_key",
             _ => "other",
         };
-        let mut response = Response::new(format!(
+        *response.body_mut() = format!(
             r#"{{"error":"{reason}","status":{}}}"#,
-            rejected.status.as_u16()
-        ));
-        *response.status_mut() = if rejected.reason == RejectionReason::RateLimited {
-            StatusCode::SERVICE_UNAVAILABLE
-        } else {
-            rejected.status
-        };
-        *response.headers_mut() = rejected.headers.clone();
+            response.status().as_u16()
+        );
+        if *rejection == Rejection::RateLimited {
+            *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        }
         response
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -676,7 +668,7 @@ async fn x_forwarded_for_on_a_real_server() -> TestResult {
     );
 
     // One trusted proxy (the test client plays it): the element it appended is the client.
-    let behind_proxy = PeerIp::new().trusted_proxies(1, ForwardingHeader::XForwardedFor);
+    let behind_proxy = PeerIp::new().trusted_proxies_x_forwarded_for(1);
     let layer = RateLimitLayer::keyed(Arc::new(per_ip()?), behind_proxy);
     let trusted = serve(routes().layer(layer.clone())).await;
     let reply = get_with(&client, trusted, &[("x-forwarded-for", "203.0.113.9")]).await;
@@ -771,7 +763,7 @@ async fn concurrent_clients_fixed_window() -> TestResult {
     concurrent_clients_admit_exactly_the_quota(FixedWindow::per_minute(7)?).await
 }
 
-/// A `KeyFn` key (the user from a header) with a per-request tier (the plan from another
+/// A closure's key (the user from a header) with a per-request tier (the plan from another
 /// header): each tier's limit shows in the headers; no user is a 400.
 #[tokio::test]
 async fn key_fn_and_tiers() -> TestResult {
@@ -780,10 +772,11 @@ async fn key_fn_and_tiers() -> TestResult {
         .clock(ManualClock::new())
         .build()?;
     let pro = limiter.tier(Gcra::per_minute(4)?)?;
-    let user = KeyFn::new(|head: &RequestHead<'_>| {
-        let user = head.headers.get("x-user")?.to_str().ok()?;
-        Some(user.to_owned())
-    });
+    let user = |head: &RequestHead<'_>| {
+        let user = head.headers.get("x-user").ok_or(Rejection::KeyMissing)?;
+        let user = user.to_str().map_err(|_| Rejection::KeyMalformed)?;
+        Ok(user.to_owned())
+    };
     let layer = RateLimitLayer::keyed(Arc::new(limiter), user)
         .tier(move |head: &RequestHead<'_>| {
             let plan = head.headers.get("x-plan")?;
