@@ -44,8 +44,8 @@ use direct_quotas::{
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
 use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
 use nanolimit::{
-    Clock, FixedWindow, Gcra, Limiter, LiveLimiter, QuantaClock, Quota, Request, Reservable,
-    Reservation, SlidingWindow, StripedLimiter, Timestamp, UpkeepClock,
+    Clock, FixedWindow, Gcra, Limiter, LiveLimiter, QuantaClock, Quota, Request, Reservation,
+    SlidingWindow, StripedLimiter, Timestamp, UpkeepClock,
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -199,11 +199,7 @@ fn granted_at_once(reservation: Reservation<'_>) -> bool {
 /// - `caller_time`: `reserve_with(Request::new().at(now))`, with the caller's time as in
 ///   `allowed_caller_time` (whose `check_at` takes no `Request`).
 /// - `upkeep_clock`: `reserve()` on an `UpkeepClock`.
-fn run_reserve_case<Q: Reservable>(
-    case: &str,
-    iterations: u64,
-    generous: Q,
-) -> Option<(u64, Expected)> {
+fn run_reserve_case(case: &str, iterations: u64, generous: Gcra) -> Option<(u64, Expected)> {
     let granted = match case {
         "default_clock" => {
             let limiter = Limiter::new(generous);

@@ -51,7 +51,7 @@
 //! | name | what every thread does |
 //! |---|---|
 //! | `direct-allow` | checks one shared limiter whose quota is far above what the threads offer |
-//! | `direct-reserve` | reserves one unit (`reserve()`, on the limiter's own clock, as `direct-allow` checks) on one shared GCRA limiter with `direct-allow`'s quota: every reservation is granted at once (zero delay), so the row prices a reservation against the allowed check of the `direct-allow` row, measured in the same run (nanolimit GCRA only: the one `Reservable` quota; governor and `ratelimit` have no reservations) |
+//! | `direct-reserve` | reserves one unit (`reserve()`, on the limiter's own clock, as `direct-allow` checks) on one shared GCRA limiter with `direct-allow`'s quota: every reservation is granted at once (zero delay), so the row prices a reservation against the allowed check of the `direct-allow` row, measured in the same run (nanolimit GCRA only: the one quota that reserves; governor and `ratelimit` have no reservations) |
 //! | `direct-deny` | checks one shared limiter saturated by a tiny quota (an attack) |
 //! | `direct-allow-counted` | checks one shared GCRA limiter with `direct-allow`'s quota and load, built with counters (`gcra-counted`: `Limiter::with_counters`), beside the same limiter without them (`gcra`) and the hardware floor of a counted check (`cas-fetch-add`: the compare-and-swap on one shared word, then a Relaxed `fetch_add` on the thread's own cache line), all in one run, so the ratio counted / uncounted is read at each thread count |
 //! | `keyed-hot` | checks one key, the same for all threads |
@@ -590,7 +590,7 @@ impl LimiterKind {
 /// The limiters measured in a scenario.
 fn limiters_for(scenario: Scenario) -> Vec<(LimiterKind, AlgorithmKind)> {
     if scenario == Scenario::DirectReserve {
-        // GCRA is the one `Reservable` quota; the peers have no reservations.
+        // GCRA is the one quota that reserves; the peers have no reservations.
         return vec![(LimiterKind::Nanolimit, AlgorithmKind::Gcra)];
     }
     if scenario == Scenario::DirectAllowCounted {

@@ -21,7 +21,7 @@
 //! | consume if it fits | [`check()`](Limiter::check) / [`check_with(request)`](Limiter::check_with) | [`check(&key)`](KeyedLimiter::check) / [`check_with(&key, request)`](KeyedLimiter::check_with) |
 //! | the same, at a time the caller holds | [`check_at(now)`](Limiter::check_at) | [`check_at(&key, now)`](KeyedLimiter::check_at) |
 //! | ask without consuming | [`peek()`](Limiter::peek) / [`peek_with(request)`](Limiter::peek_with) | [`peek(&key)`](KeyedLimiter::peek) / [`peek_with(&key, request)`](KeyedLimiter::peek_with) |
-//! | book ahead ([`Reservable`] quotas: GCRA) | [`reserve()`](Limiter::reserve) / [`reserve_with(request)`](Limiter::reserve_with) | [`reserve(&key)`](KeyedLimiter::reserve) / [`reserve_with(&key, request)`](KeyedLimiter::reserve_with) |
+//! | book ahead ([`Gcra`] quotas) | [`reserve()`](Limiter::reserve) / [`reserve_with(request)`](Limiter::reserve_with) | [`reserve(&key)`](KeyedLimiter::reserve) / [`reserve_with(&key, request)`](KeyedLimiter::reserve_with) |
 //! | block until the booked start | [`wait()`](Limiter::wait) / [`wait_with(request)`](Limiter::wait_with) | [`wait(&key)`](KeyedLimiter::wait) / [`wait_with(&key, request)`](KeyedLimiter::wait_with) |
 //!
 //! Reservations, waits (async ones with the `tokio` feature) and the [`LeakyBucket`] queue are
@@ -135,7 +135,7 @@ pub use limiter::rate_limit::RateLimit;
 pub use limiter::reservation::Reservation;
 #[cfg(feature = "std")]
 pub use live::LiveLimiter;
-pub use quota::{FixedWindow, Gcra, Quota, QuotaError, Reservable, SlidingWindow, Step};
+pub use quota::{FixedWindow, Gcra, Quota, QuotaError, SlidingWindow, Step};
 #[cfg(feature = "std")]
 pub use sliding_log::SlidingLogLimiter;
 #[cfg(feature = "std")]

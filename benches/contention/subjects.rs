@@ -11,7 +11,7 @@ use crate::measure::{Outcome, Worker, ALLOWED, LEGITIMATE_ALLOWED};
 use crate::quota_spec::QuotaSpec;
 use crossbeam_utils::CachePadded;
 use nanolimit::sliding_log::KeyedSlidingLogLimiter;
-use nanolimit::{Clock, QuantaClock, Quota, Reservable, Timestamp, WhenFull};
+use nanolimit::{Clock, Gcra, QuantaClock, Quota, Timestamp, WhenFull};
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -69,7 +69,7 @@ impl DirectSubject for nanolimit::StripedLimiter {
 /// reads its start, as one that sleeps until it would: so computing it is part of the cost).
 pub struct Reserving<L>(pub L);
 
-impl<Q: Reservable> DirectSubject for Reserving<nanolimit::Limiter<Q>> {
+impl DirectSubject for Reserving<nanolimit::Limiter<Gcra>> {
     #[inline]
     fn check(&self) -> bool {
         let reservation = self.0.reserve();

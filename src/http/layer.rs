@@ -414,11 +414,10 @@ where
 }
 
 #[cfg(feature = "tokio")]
-impl<L, X, Q> RateLimitLayer<L, X, Q>
+impl<L, X> RateLimitLayer<L, X, crate::quota::Gcra>
 where
-    L: RateLimit<X::Key, Quota = Q>,
+    L: RateLimit<X::Key, Quota = crate::quota::Gcra>,
     X: KeyExtractor,
-    Q: crate::quota::Reservable,
 {
     /// Delay mode (features `http` and `tokio`): a request the limit cannot admit now is
     /// booked for later with a reservation and held until its start, if that is at most
@@ -426,15 +425,14 @@ where
     /// order they came. A client that disconnects while held keeps its booking (the time it
     /// held is not given back).
     pub fn delay(self, max_wait: std::time::Duration) -> Self {
-        fn reserve<L, K, Q>(
+        fn reserve<L, K>(
             limiter: &L,
             key: &K,
-            request: LimitRequest<Q>,
+            request: LimitRequest<crate::quota::Gcra>,
         ) -> Option<Result<std::time::Duration, ()>>
         where
-            L: RateLimit<K, Quota = Q>,
+            L: RateLimit<K, Quota = crate::quota::Gcra>,
             K: ?Sized,
-            Q: crate::quota::Reservable,
         {
             let reservation = limiter.reserve_with(key, request).ok()?;
             Some(if reservation.is_allowed() {
@@ -445,7 +443,7 @@ where
         }
         let delay = Delay {
             max_wait,
-            reserve: reserve::<L, X::Key, Q>,
+            reserve: reserve::<L, X::Key>,
         };
         self.configure(|shared| shared.delay = Some(delay))
     }

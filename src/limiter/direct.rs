@@ -12,7 +12,7 @@ use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::{Request, Tier};
 use crate::engine::stats::Stats;
-use crate::quota::{Quota, QuotaError, Reservable};
+use crate::quota::{Gcra, Quota, QuotaError};
 use crate::store::word::Word;
 
 /// A rate limiter with one state: every check counts against the same quota.
@@ -298,7 +298,7 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     }
 }
 
-impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
+impl<C: Clock, N: Counting> Limiter<Gcra, C, N> {
     /// Books one unit now, for the earliest start the quota allows: at once if it fits, else
     /// later, with requests booked after it queued behind it. Granted unless the wait would be
     /// longer than a state word can book (at least about 4.5 years) or the start would lie
@@ -338,7 +338,7 @@ impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn reserve_with(&self, request: Request<Q>) -> Result<Reservation<'_>, RequestError> {
+    pub fn reserve_with(&self, request: Request<Gcra>) -> Result<Reservation<'_>, RequestError> {
         self.core.reserve_with((), request)
     }
 
@@ -375,7 +375,7 @@ impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "std")]
-    pub fn wait_with(&self, request: Request<Q>) -> Result<Timestamp, RequestError> {
+    pub fn wait_with(&self, request: Request<Gcra>) -> Result<Timestamp, RequestError> {
         self.core.wait_with((), request)
     }
 
@@ -420,7 +420,10 @@ impl<Q: Reservable, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// # }
     /// ```
     #[cfg(feature = "tokio")]
-    pub async fn until_ready_with(&self, request: Request<Q>) -> Result<Timestamp, RequestError> {
+    pub async fn until_ready_with(
+        &self,
+        request: Request<Gcra>,
+    ) -> Result<Timestamp, RequestError> {
         self.core.until_ready_with((), request).await
     }
 }

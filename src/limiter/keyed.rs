@@ -54,7 +54,7 @@ use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::request::{Request, Tier};
 use crate::engine::stats::Stats;
-use crate::quota::{Quota, QuotaError, Reservable};
+use crate::quota::{Gcra, Quota, QuotaError};
 use crate::store::table::{Located, SlotOps, Table};
 use core::fmt;
 use core::marker::PhantomData;
@@ -447,7 +447,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     }
 }
 
-impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Q, C, M, N> {
+impl<K: ?Sized, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Gcra, C, M, N> {
     /// Books one unit for `key` now, for the earliest start the quota allows: at once if it
     /// fits, else later, behind the key's earlier bookings. A key the table does not hold is
     /// inserted as a check would insert it; a full table may refuse it
@@ -490,7 +490,7 @@ impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimite
     pub fn reserve_with(
         &self,
         key: &K,
-        request: Request<Q>,
+        request: Request<Gcra>,
     ) -> Result<Reservation<'_>, RequestError> {
         self.core.reserve_with(self.locate(key), request)
     }
@@ -525,7 +525,7 @@ impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimite
     /// assert!(matches!(limiter.wait_with(&1, request), Err(RequestError::WaitTooLong { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wait_with(&self, key: &K, request: Request<Q>) -> Result<Timestamp, RequestError> {
+    pub fn wait_with(&self, key: &K, request: Request<Gcra>) -> Result<Timestamp, RequestError> {
         self.core.wait_with(self.locate(key), request)
     }
 
@@ -559,7 +559,7 @@ impl<K: ?Sized, Q: Reservable, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimite
     pub async fn until_ready_with(
         &self,
         key: &K,
-        request: Request<Q>,
+        request: Request<Gcra>,
     ) -> Result<Timestamp, RequestError> {
         self.core.until_ready_with(self.locate(key), request).await
     }

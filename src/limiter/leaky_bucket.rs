@@ -5,8 +5,8 @@ use super::reservation::Reservation;
 use super::wait::block_until_start;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::error::RequestError;
+use crate::quota::Gcra;
 use crate::quota::QuotaError;
-use crate::quota::{Gcra, Reservable};
 use std::time::Duration;
 
 /// The leaky bucket as a queue (a traffic shaper): requests join a queue that holds at most

@@ -220,7 +220,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, N: Counting> RateLimit<K> for Limiter<Q, C, 
     where
         Q: Reservable,
     {
-        Limiter::reserve_with(self, request)
+        self.core.reserve_with((), request)
     }
 }
 
@@ -284,7 +284,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> RateLimit<K>
     where
         Q: Reservable,
     {
-        KeyedLimiter::reserve_with(self, key, request)
+        self.core.reserve_with(self.locate(key), request)
     }
 }
 

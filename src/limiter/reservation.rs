@@ -104,7 +104,7 @@ impl<'limiter> Reservation<'limiter> {
             let start = Timestamp::saturating_from_ns(quota.start_ns(state, now).max(at.as_ns()));
             // A key's first booking replaced another key's word (or a vacant slot's): undoing
             // it could return the slot to a value it held under another key (see
-            // `Reservable::cancel_step`), so it is not cancellable. It waits only when it
+            // `Gcra::cancel_step`), so it is not cancellable. It waits only when it
             // evicted a live entry; otherwise it starts at once, with nothing to give back.
             if decision.inserted_its_key() {
                 return Reservation::unbooked(Outcome::Granted, cost, at, start);
@@ -247,7 +247,7 @@ impl<'limiter> Reservation<'limiter> {
     /// cost; otherwise gives nothing back: requests admitted since keep their start times, so
     /// the time it held stays booked. The rule, why it never leaves the limiter looser than if
     /// the reservation had not been made, and why it does not give back a part as Go's
-    /// `x/time/rate` does: [`Reservable::cancel_step`]. A reservation that has started, or a
+    /// `x/time/rate` does: [`Gcra::cancel_step`](crate::Gcra::cancel_step). A reservation that has started, or a
     /// refused one, gives nothing back; nor, on a keyed limiter, does a key's first booking
     /// (the one that inserted it), one whose key the table no longer holds, or one made before
     /// the key's shard last gave a slot to another key (an eviction or a reclaim: the key may

@@ -62,7 +62,7 @@ pub(crate) use concurrency::Concurrency;
 pub use error::QuotaError;
 pub use fixed_window::FixedWindow;
 pub use gcra::{Gcra, GcraInstant};
-pub use reservable::Reservable;
+pub(crate) use reservable::Reservable;
 pub use sliding_window::SlidingWindow;
 pub use window::WindowInstant;
 #[cfg(feature = "redis")]
@@ -164,7 +164,7 @@ pub(crate) const QUOTA_WORDS: usize = 7;
 /// - a written word is strictly greater, as an integer, than the word it replaces, and than any
 ///   word for which [`is_fresh`](Self::is_fresh) held at a time no later than `now`; this is
 ///   what makes keyed slots immune to ABA (see the keyed table's protocol). The one exception
-///   is a cancelled reservation ([`Reservable::cancel_step`]), which lowers a word, but never
+///   is a cancelled reservation ([`Gcra::cancel_step`]), which lowers a word, but never
 ///   below the word its reservation replaced. The window
 ///   algorithms store their window index modulo 2^24 resp. 2^40, so the word also becomes
 ///   smaller when the index wraps forward, and when a reading is further behind than

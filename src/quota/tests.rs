@@ -476,7 +476,6 @@ fn the_freshness_rank_orders_live_states_by_reset_after() {
 /// States a random schedule of bookings (reservations with random maximum waits, up to many
 /// tolerances) leaves on `quota`.
 fn booked_states(quota: super::Gcra, seed: u64) -> Vec<u64> {
-    use super::Reservable;
     let mut random = Xorshift(seed);
     let tolerance_ns = quota.period().as_nanos() as u64 * quota.limit() / quota.count();
     let longest = quota.max_wait_ticks(Duration::from_nanos(10 * tolerance_ns + 1));
@@ -504,7 +503,7 @@ fn booked_states(quota: super::Gcra, seed: u64) -> Vec<u64> {
 /// costs on both sides of the limit.
 #[test]
 fn a_reservation_with_no_wait_is_a_check() {
-    use super::{Gcra, Reservable};
+    use super::Gcra;
     let quotas = [
         Gcra::per_second(10).unwrap(),
         Gcra::per_second(3).unwrap().with_burst(7).unwrap(),
@@ -583,7 +582,7 @@ fn a_reservation_with_no_wait_is_a_check() {
 /// the edges, readings from the origin to the horizon.
 #[test]
 fn a_cancellation_of_the_latest_booking_is_an_exact_undo() {
-    use super::{Gcra, Reservable};
+    use super::Gcra;
     let quotas = [
         Gcra::per_second(10).unwrap(),
         Gcra::per_second(3).unwrap().with_burst(7).unwrap(),

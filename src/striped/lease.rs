@@ -21,7 +21,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::engine::operation::{Consume, GiveBack};
 use crate::limiter::direct::Limiter;
 use crate::limiter::lease::{LastLease, LeaseWord};
-use crate::quota::{Gcra, Quota, Reservable};
+use crate::quota::{Gcra, Quota};
 use std::time::Duration;
 
 /// A shared budget that grants leases.

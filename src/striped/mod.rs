@@ -79,7 +79,7 @@ use crate::engine::operation::Consume;
 use crate::engine::request::Request;
 use crate::limiter::direct::Limiter;
 use crate::limiter::lease::LeasePolicy;
-use crate::quota::{Gcra, GcraInstant, Quota, Reservable, Step};
+use crate::quota::{Gcra, GcraInstant, Quota, Step};
 use crate::sync::Ordering;
 use crate::thread_index;
 use crossbeam_utils::CachePadded;

@@ -26,7 +26,7 @@ use crate::common::{
 };
 use nanolimit::{
     Exact, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, QuotaError, Request, RequestError,
-    Reservable, Reservation, Step, Timestamp, WhenFull,
+    Reservation, Step, Timestamp, WhenFull,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
@@ -51,7 +51,7 @@ const TICKS_PER_NS: u128 = 16;
 /// - check `n` at `now`: allowed iff `max(tat, now) + n·T <= now + tau`, then the same update;
 /// - cancel, at a reading before its start, a reservation that left `booked` by adding `n·T`:
 ///   if `tat == booked` (it is still the latest booking), `tat := booked − n·T`, giving back
-///   all of it; else nothing ([`Reservable::cancel_step`]);
+///   all of it; else nothing ([`Gcra::cancel_step`]);
 /// - a cost of zero is granted (or allowed) at once and changes nothing;
 /// - on a keyed limiter, the booking that inserted the key (its first write) gives nothing
 ///   back.

@@ -71,7 +71,7 @@ use crate::engine::error::RequestError;
 use crate::engine::request::Request;
 use crate::engine::stats::Stats;
 use crate::limiter::lease::LeasePolicy;
-use crate::quota::{Gcra, Quota, Reservable};
+use crate::quota::{Gcra, Quota};
 use crate::sync::{Arc, AtomicU64, Ordering};
 use refill::{Claim, ClaimAll};
 use table::{LeaseCell, LeaseTable};

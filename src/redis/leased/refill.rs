@@ -10,7 +10,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::request::Request;
 use crate::limiter::lease::LeasePolicy;
-use crate::quota::{Gcra, Reservable};
+use crate::quota::Gcra;
 use crate::redis::quota::hex;
 use crate::sync::{Arc, Ordering};
 use ::redis::Script;

@@ -25,7 +25,7 @@
 //!   the hint and the identity, then publish the key's first state with a Release store.
 //!
 //! - **Reservation and cancellation**: a reservation is a check whose step books ahead
-//!   ([`Reservable::reserve_step`](crate::Reservable::reserve_step)): the same fast path, slow
+//!   ([`Gcra::reserve_step`](crate::Gcra::reserve_step)): the same fast path, slow
 //!   path and insert. A cancellation takes the shard's insert lock, looks its key up again
 //!   (never inserting it), records the word it is about to lower (see "Why it is free of
 //!   ABA"), and applies the cancellation step through the same guarded driver as a check's slow
