@@ -49,8 +49,7 @@
 //! [`BuildError::EvictionNotSupported`]: crate::BuildError::EvictionNotSupported
 
 use super::keyed_error::KeyedTryAcquireError;
-use super::keyed_permit::KeyedPermit;
-use super::{AboveLimit, Busy};
+use super::{AboveLimit, Busy, Permit};
 use crate::clock::{Clock, QuantaClock};
 use crate::engine::decision::Outcome;
 use crate::engine::error::BuildError;
@@ -84,13 +83,18 @@ pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 ///   track of; building with [`WhenFull::EvictClosestToFresh`] is an error.
 /// - **Full table**: a new key whose slots all hold keys with units in flight is refused
 ///   ([`KeyedTryAcquireError::TableFull`], under [`WhenFull::Deny`], the default) or admitted
-///   untracked ([`WhenFull::Allow`]: an [untracked](KeyedPermit::is_untracked) permit, counted
+///   untracked ([`WhenFull::Allow`]: an [untracked](Permit::is_untracked) permit, counted
 ///   nowhere: while the table stays full such a key has no limit, which is what failing open
 ///   means).
 /// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
 ///   hashes share one entry and one limit, as in [`KeyedLimiter`](crate::KeyedLimiter); [`Exact`](crate::Exact) keys never do.
 /// - **No retry-after**, as the direct limiter: [`Busy`] reports the limit, the key's units in
 ///   flight, what remains and what was requested.
+///
+/// Its permits are [`Permit`]`<'_, KeyedInFlightLimiter<K, M>>`: the direct limiter's permit
+/// type, with the key's figures ([`in_flight`](Permit::in_flight),
+/// [`remaining`](Permit::remaining), [`is_untracked`](Permit::is_untracked)) and no
+/// [`forget`](Permit::forget).
 ///
 /// The module `src/inflight/keyed.rs` explains why a permit can never release into a slot that
 /// was reclaimed for another key (in these docs with `--document-private-items`).
@@ -170,13 +174,16 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn try_acquire(&self, key: &K) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
+    pub fn try_acquire(
+        &self,
+        key: &K,
+    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, KeyedTryAcquireError> {
         self.try_take(key, 1)
     }
 
     /// Takes `units` of `key` at once if they are free now: all or nothing. A request above the
     /// limit is [`KeyedTryAcquireError::AboveLimit`] (it could never pass); 0 units is an empty
-    /// permit (which touches nothing, and is not [untracked](KeyedPermit::is_untracked)).
+    /// permit (which touches nothing, and is not [untracked](Permit::is_untracked)).
     ///
     /// ```
     /// use nanolimit::inflight::{AboveLimit, KeyedInFlightLimiter, KeyedTryAcquireError};
@@ -197,7 +204,7 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
         &self,
         key: &K,
         units: u64,
-    ) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
+    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, KeyedTryAcquireError> {
         let limit = self.limit();
         if units > limit {
             return Err(KeyedTryAcquireError::AboveLimit(AboveLimit {
@@ -206,7 +213,7 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
             }));
         }
         if units == 0 {
-            return Ok(KeyedPermit::empty(self));
+            return Ok(Permit::empty(self));
         }
         self.try_take(key, units)
     }
@@ -300,7 +307,11 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
 
     /// Takes `units` (1 to the limit) of `key`.
     #[inline]
-    fn try_take(&self, key: &K, units: u64) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
+    fn try_take(
+        &self,
+        key: &K,
+        units: u64,
+    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, KeyedTryAcquireError> {
         let at = self.locate(key);
         // Named before the acquire's compare-and-swap (see `Table::name`).
         let named = self.table.name(&at);
@@ -308,9 +319,9 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
         let in_flight = Concurrency::in_flight(judged.word);
         match judged.outcome {
             Outcome::Allowed | Outcome::Inserted => {
-                Ok(KeyedPermit::tracked(self, named, units, in_flight))
+                Ok(Permit::tracked(self, named, units, in_flight))
             }
-            Outcome::Untracked => Ok(KeyedPermit::untracked(self, units)),
+            Outcome::Untracked => Ok(Permit::untracked(self, units)),
             Outcome::Denied => Err(KeyedTryAcquireError::Busy(Busy {
                 limit: self.limit(),
                 in_flight,

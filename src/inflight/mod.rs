@@ -70,7 +70,7 @@
 //! # Per key: [`KeyedInFlightLimiter`]
 //!
 //! At most N units in flight per key (per client, per upstream), on the keyed rate limiters'
-//! bounded table: `try_acquire(&key)` / `try_acquire_many(&key, units)` return a [`KeyedPermit`]
+//! bounded table: `try_acquire(&key)` / `try_acquire_many(&key, units)` return a [`Permit`]
 //! that releases on drop, or a [`KeyedTryAcquireError`] ([`Busy`] with the key's figures,
 //! [`AboveLimit`], or a full table). Lock-free for a key the table holds: one
 //! compare-and-swap to acquire, one lookup and one compare-and-swap to release. An entry with
@@ -97,7 +97,6 @@ mod error;
 mod future;
 mod keyed;
 mod keyed_error;
-mod keyed_permit;
 mod permit;
 mod queue;
 mod word;
@@ -107,7 +106,6 @@ pub use error::{AboveLimit, Busy, InFlightError, TryAcquireError};
 pub use future::Acquire;
 pub use keyed::{KeyedInFlightLimiter, MAX_KEYED_IN_FLIGHT};
 pub use keyed_error::KeyedTryAcquireError;
-pub use keyed_permit::KeyedPermit;
 pub use permit::Permit;
 pub use word::MAX_IN_FLIGHT;
 

@@ -5,7 +5,7 @@
 //! entries whose permits are all dropped.
 
 use nanolimit::inflight::{
-    AboveLimit, KeyedInFlightLimiter, KeyedPermit, KeyedTryAcquireError, MAX_KEYED_IN_FLIGHT,
+    AboveLimit, KeyedInFlightLimiter, KeyedTryAcquireError, Permit, MAX_KEYED_IN_FLIGHT,
 };
 use nanolimit::{BuildError, Hashed, KeyMode, WhenFull};
 use proptest::prelude::*;
@@ -196,7 +196,7 @@ fn roomy_table_matches_the_model<M: KeyMode<u32>>(
 ) -> Result<(), TestCaseError> {
     let limit = limiter.limit();
     let mut in_flight: HashMap<u32, u64> = HashMap::new();
-    let mut held: Vec<(u32, KeyedPermit<'_, u32, M>)> = Vec::new();
+    let mut held: Vec<(u32, Permit<'_, KeyedInFlightLimiter<u32, M>>)> = Vec::new();
     for step in steps {
         match *step {
             Step::Acquire { key, units } => {
@@ -259,7 +259,7 @@ fn one_bucket_table_matches_the_model(
     let limit = limiter.limit();
     let mut slots: [ModelSlot; ONE_BUCKET] = [None; ONE_BUCKET];
     // Held permits: their key and whether they are counted in a slot.
-    let mut held: Vec<(u32, bool, KeyedPermit<'_, u32>)> = Vec::new();
+    let mut held: Vec<(u32, bool, Permit<'_, KeyedInFlightLimiter<u32>>)> = Vec::new();
     let (mut reclaims, mut refused, mut untracked) = (0, 0, 0);
     for step in steps {
         match *step {
@@ -412,7 +412,7 @@ fn threads_never_exceed_the_limit<M: KeyMode<u64>>(
                     random ^= random << 17;
                     random
                 };
-                let mut held: Vec<(u64, KeyedPermit<'_, u64, M>)> = Vec::new();
+                let mut held: Vec<(u64, Permit<'_, KeyedInFlightLimiter<u64, M>>)> = Vec::new();
                 for _ in 0..rounds {
                     let key = next() % keys;
                     let units = 1 + next() % 2;
