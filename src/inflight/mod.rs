@@ -102,8 +102,6 @@ mod queue;
 mod word;
 
 pub use error::{AboveLimit, Busy, InFlightError, TryAcquireError};
-#[cfg(feature = "tokio")]
-pub use future::Acquire;
 pub use keyed::{KeyedInFlightLimiter, MAX_KEYED_IN_FLIGHT};
 pub use keyed_error::KeyedTryAcquireError;
 pub use permit::Permit;
