@@ -4,7 +4,7 @@
 //! `impl Future`: its type is no part of the public interface.
 
 use super::queue::{self, Entered, Wake};
-use super::{AboveLimit, InFlightLimiter, Permit};
+use super::{AcquireError, InFlightLimiter, Permit};
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
@@ -61,11 +61,11 @@ impl InFlightLimiter {
     }
 
     /// Awaits `units` at once, served in queue order; an error at once for more units than the
-    /// limit ([`AboveLimit`]). Cancellation-safe, and panics if polled after completing, as
-    /// [`acquire_async`](Self::acquire_async).
+    /// limit ([`AcquireError::AboveLimit`], the only error it returns). Cancellation-safe, and
+    /// panics if polled after completing, as [`acquire_async`](Self::acquire_async).
     ///
     /// ```
-    /// use nanolimit::inflight::{AboveLimit, InFlightLimiter};
+    /// use nanolimit::inflight::{AcquireError, InFlightLimiter};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -74,7 +74,7 @@ impl InFlightLimiter {
     /// assert_eq!(permit.units(), 3);
     /// assert_eq!(
     ///     limiter.acquire_many_async(5).err(),
-    ///     Some(AboveLimit { units: 5, limit: 4 })
+    ///     Some(AcquireError::AboveLimit { units: 5, limit: 4 })
     /// );
     /// # Ok(())
     /// # }
@@ -82,7 +82,7 @@ impl InFlightLimiter {
     pub fn acquire_many_async(
         &self,
         units: u64,
-    ) -> Result<impl Future<Output = Permit<'_>>, AboveLimit> {
+    ) -> Result<impl Future<Output = Permit<'_>>, AcquireError> {
         self.check_fits(units)?;
         Ok(Acquire::new(self, units))
     }

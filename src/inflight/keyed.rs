@@ -48,8 +48,7 @@
 //! [`WhenFull::EvictClosestToFresh`]: crate::WhenFull::EvictClosestToFresh
 //! [`BuildError::EvictionNotSupported`]: crate::BuildError::EvictionNotSupported
 
-use super::keyed_error::KeyedTryAcquireError;
-use super::{AboveLimit, Busy, Permit};
+use super::{AcquireError, Permit};
 use crate::clock::{Clock, QuantaClock};
 use crate::engine::decision::Outcome;
 use crate::engine::error::BuildError;
@@ -82,14 +81,14 @@ pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 /// - **No eviction**: a live entry holds units of running work, which an eviction would lose
 ///   track of; building with [`WhenFull::EvictClosestToFresh`] is an error.
 /// - **Full table**: a new key whose slots all hold keys with units in flight is refused
-///   ([`KeyedTryAcquireError::TableFull`], under [`WhenFull::Deny`], the default) or admitted
+///   ([`AcquireError::TableFull`], under [`WhenFull::Deny`], the default) or admitted
 ///   untracked ([`WhenFull::Allow`]: an [untracked](Permit::is_untracked) permit, counted
 ///   nowhere: while the table stays full such a key has no limit, which is what failing open
 ///   means).
 /// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
 ///   hashes share one entry and one limit, as in [`KeyedLimiter`](crate::KeyedLimiter); [`Exact`](crate::Exact) keys never do.
-/// - **No retry-after**, as the direct limiter: [`Busy`] reports the limit, the key's units in
-///   flight, what remains and what was requested.
+/// - **No retry-after**, as the direct limiter: [`AcquireError::Busy`] reports the limit, the
+///   key's units in flight and what was requested.
 ///
 /// Its permits are [`Permit`]`<'_, KeyedInFlightLimiter<K, M>>`: the direct limiter's permit
 /// type, with the key's figures ([`in_flight`](Permit::in_flight),
@@ -100,14 +99,16 @@ pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 /// was reclaimed for another key (in these docs with `--document-private-items`).
 ///
 /// ```
-/// use nanolimit::inflight::KeyedInFlightLimiter;
+/// use nanolimit::inflight::{AcquireError, KeyedInFlightLimiter};
 ///
 /// // At most 2 requests in flight per upstream host.
 /// let upstreams = KeyedInFlightLimiter::<str>::new(2, 1_000)?;
 /// let first = upstreams.try_acquire("db-1")?;
 /// let _second = upstreams.try_acquire("db-1")?;
-/// let busy = upstreams.try_acquire("db-1").unwrap_err().busy().unwrap();
-/// assert_eq!((busy.limit(), busy.in_flight(), busy.remaining()), (2, 2, 0));
+/// assert_eq!(
+///     upstreams.try_acquire("db-1").unwrap_err(),
+///     AcquireError::Busy { limit: 2, in_flight: 2, requested: 1, queued: false }
+/// );
 /// assert!(upstreams.try_acquire("db-2").is_ok()); // another key, its own limit
 /// drop(first);
 /// assert_eq!(upstreams.in_flight("db-1"), 1);
@@ -159,9 +160,10 @@ impl<K: Hash + ?Sized> KeyedInFlightLimiter<K, Hashed> {
 }
 
 impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
-    /// Takes one unit of `key` if it is free now: a permit, or why not ([`Busy`], or
-    /// [`TableFull`](KeyedTryAcquireError::TableFull) for a new key a full table refused; never
-    /// [`AboveLimit`](KeyedTryAcquireError::AboveLimit), the limit being at least 1).
+    /// Takes one unit of `key` if it is free now: a permit, or why not
+    /// ([`Busy`](AcquireError::Busy), or [`TableFull`](AcquireError::TableFull) for a new key a
+    /// full table refused; never [`AboveLimit`](AcquireError::AboveLimit), the limit being at
+    /// least 1).
     ///
     /// ```
     /// use nanolimit::inflight::KeyedInFlightLimiter;
@@ -177,25 +179,29 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     pub fn try_acquire(
         &self,
         key: &K,
-    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, KeyedTryAcquireError> {
+    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, AcquireError> {
         self.try_take(key, 1)
     }
 
     /// Takes `units` of `key` at once if they are free now: all or nothing. A request above the
-    /// limit is [`KeyedTryAcquireError::AboveLimit`] (it could never pass); 0 units is an empty
-    /// permit (which touches nothing, and is not [untracked](Permit::is_untracked)).
+    /// limit is [`AcquireError::AboveLimit`] (it could never pass); 0 units is an empty permit
+    /// (which touches nothing, and is not [untracked](Permit::is_untracked)).
     ///
     /// ```
-    /// use nanolimit::inflight::{AboveLimit, KeyedInFlightLimiter, KeyedTryAcquireError};
+    /// use nanolimit::inflight::{AcquireError, KeyedInFlightLimiter};
     ///
     /// let limiter = KeyedInFlightLimiter::<str>::new(5, 100)?;
     /// let three = limiter.try_acquire_many("tenant-a", 3)?;
     /// assert_eq!((three.units(), three.in_flight(), three.remaining()), (3, 3, 2));
-    /// let busy = limiter.try_acquire_many("tenant-a", 3).unwrap_err().busy().unwrap();
-    /// assert_eq!((busy.remaining(), busy.requested()), (2, 3));
+    /// let busy = limiter.try_acquire_many("tenant-a", 3).unwrap_err();
+    /// assert_eq!(
+    ///     busy,
+    ///     AcquireError::Busy { limit: 5, in_flight: 3, requested: 3, queued: false }
+    /// );
+    /// assert_eq!(busy.remaining(), Some(2));
     /// assert_eq!(
     ///     limiter.try_acquire_many("tenant-a", 6).unwrap_err(),
-    ///     KeyedTryAcquireError::AboveLimit(AboveLimit { units: 6, limit: 5 })
+    ///     AcquireError::AboveLimit { units: 6, limit: 5 }
     /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -204,13 +210,10 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
         &self,
         key: &K,
         units: u64,
-    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, KeyedTryAcquireError> {
+    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, AcquireError> {
         let limit = self.limit();
         if units > limit {
-            return Err(KeyedTryAcquireError::AboveLimit(AboveLimit {
-                units,
-                limit,
-            }));
+            return Err(AcquireError::AboveLimit { units, limit });
         }
         if units == 0 {
             return Ok(Permit::empty(self));
@@ -311,7 +314,7 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
         &self,
         key: &K,
         units: u64,
-    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, KeyedTryAcquireError> {
+    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, AcquireError> {
         let at = self.locate(key);
         // Named before the acquire's compare-and-swap (see `Table::name`).
         let named = self.table.name(&at);
@@ -322,14 +325,14 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
                 Ok(Permit::tracked(self, named, units, in_flight))
             }
             Outcome::Untracked => Ok(Permit::untracked(self, units)),
-            Outcome::Denied => Err(KeyedTryAcquireError::Busy(Busy {
+            Outcome::Denied => Err(AcquireError::Busy {
                 limit: self.limit(),
                 in_flight,
                 requested: units,
                 queued: false,
-            })),
+            }),
             Outcome::RefusedUntilFresh | Outcome::RefusedUntilAdmitted => {
-                Err(KeyedTryAcquireError::TableFull)
+                Err(AcquireError::TableFull)
             }
         }
     }
