@@ -154,6 +154,19 @@ impl<K: Hash + ?Sized> KeyedInFlightLimiter<K, Hashed> {
     /// A builder for a limiter of `max_in_flight` units per key, with the default capacity
     /// (65,536 keys) and shards, [`WhenFull::Deny`] and [`Hashed`] keys.
     /// The limit is checked by [`build`](KeyedBuilder::build).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    /// use nanolimit::WhenFull;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::builder(4)
+    ///     .capacity(1_000)
+    ///     .when_full(WhenFull::Allow)
+    ///     .exact_keys()
+    ///     .build()?;
+    /// assert_eq!((limiter.limit(), limiter.capacity()), (4, 1_000));
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn builder(max_in_flight: u64) -> KeyedBuilder<K, Concurrency, QuantaClock, Hashed> {
         KeyedBuilder::with_defaults(Concurrency::new(max_in_flight), QuantaClock::new())
     }
@@ -222,6 +235,13 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     }
 
     /// The limit: the most units one key may have in flight.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// assert_eq!(KeyedInFlightLimiter::<u64>::new(8, 100)?.limit(), 8);
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn limit(&self) -> u64 {
         self.quota.limit()
     }
@@ -263,27 +283,67 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     }
 
     /// How many live keys the table was sized for (as requested at construction).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// assert_eq!(KeyedInFlightLimiter::<u64>::new(8, 10_000)?.capacity(), 10_000);
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn capacity(&self) -> usize {
         self.table.capacity()
     }
 
     /// How many slots the table has (see [`KeyedLimiter::slots`](crate::KeyedLimiter::slots)).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::new(8, 10_000)?;
+    /// assert!(limiter.slots() >= limiter.capacity());
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn slots(&self) -> usize {
         self.table.slot_count()
     }
 
     /// The number of shards.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::builder(8).capacity(10_000).shards(4).build()?;
+    /// assert_eq!(limiter.shards(), 4);
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn shards(&self) -> usize {
         self.table.shard_count()
     }
 
     /// Total bytes the table occupies, fixed at construction.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::new(8, 10_000)?;
+    /// assert!(limiter.memory_bytes() >= limiter.slots() * 8); // a word per slot at least
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn memory_bytes(&self) -> usize {
         self.table.memory_bytes()
     }
 
     /// Bytes per key of capacity, all overhead included, rounded to the nearest byte (the
     /// keyed rate limiters' figures: 25.5 for [`Hashed`] keys, 31.25 for [`Exact`](crate::Exact) ones).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let hashed = KeyedInFlightLimiter::<u64>::new(8, 65_536)?;
+    /// let exact = KeyedInFlightLimiter::<u64>::builder(8).exact_keys().build()?;
+    /// assert!(hashed.bytes_per_key() < exact.bytes_per_key());
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn bytes_per_key(&self) -> usize {
         (self.memory_bytes() + self.capacity() / 2) / self.capacity()
     }
@@ -304,6 +364,17 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     }
 
     /// Slow-path event counters of the table (never an eviction).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::new(2, 1_000)?;
+    /// let _first = limiter.try_acquire(&1)?; // a new key: inserted
+    /// let _second = limiter.try_acquire(&1)?; // a present key: the fast path
+    /// let stats = limiter.stats();
+    /// assert_eq!((stats.inserts, stats.evictions), (1, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> Stats {
         self.table.stats()
     }

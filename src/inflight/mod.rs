@@ -331,16 +331,43 @@ impl InFlightLimiter {
     }
 
     /// The limit: units in flight plus units available.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(4)?;
+    /// let _held = limiter.try_acquire()?;
+    /// assert_eq!(limiter.limit(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn limit(&self) -> u64 {
         word::limit(self.load())
     }
 
     /// Units held by permits now.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(4)?;
+    /// let _held = limiter.try_acquire_many(3)?;
+    /// assert_eq!(limiter.in_flight(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn in_flight(&self) -> u64 {
         word::in_flight(self.load())
     }
 
     /// Units no permit holds now (kept for the waiters while any wait).
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(4)?;
+    /// let _held = limiter.try_acquire_many(3)?;
+    /// assert_eq!(limiter.available(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn available(&self) -> u64 {
         word::available(self.load())
     }
