@@ -78,7 +78,7 @@ enum Operation {
 enum Outcome {
     /// Served this many units (and used them).
     Served(u64),
-    /// Refused (`Busy`) or, for a polled future, still pending when dropped.
+    /// Refused (`AcquireError::Busy`) or, for a polled future, still pending when dropped.
     NotServed(u64),
     Added,
 }

@@ -22,7 +22,7 @@
 
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
-use nanolimit::inflight::{KeyedInFlightLimiter, KeyedPermit, KeyedTryAcquireError};
+use nanolimit::inflight::{AcquireError, KeyedInFlightLimiter, Permit};
 use nanolimit::{Exact, Hashed, KeyMode, WhenFull};
 use nanolimit_loom_tests::{explore, run_concurrently, ModelThread, UNREACHED_PREEMPTION_BOUND};
 
@@ -83,7 +83,7 @@ impl<M: KeyMode<u64>> Shared<M> {
     }
 
     /// Uses `permit`'s units of `key` in a guarded section, then drops it.
-    fn use_permit(&self, key: u64, permit: KeyedPermit<'_, u64, M>) {
+    fn use_permit(&self, key: u64, permit: Permit<'_, KeyedInFlightLimiter<u64, M>>) {
         let units = permit.units();
         let index = self.index(key);
         let now_inside = self.inside[index].fetch_add(units, Ordering::Relaxed) + units;
@@ -132,8 +132,8 @@ fn perform<M: KeyMode<u64>>(shared: &Shared<M>, operation: TryAcquire) -> Outcom
             shared.use_permit(key, permit);
             Outcome::Served(key, units)
         }
-        Err(KeyedTryAcquireError::Busy(_)) => Outcome::Busy(key),
-        Err(KeyedTryAcquireError::TableFull) => Outcome::TableFull(key),
+        Err(AcquireError::Busy { .. }) => Outcome::Busy(key),
+        Err(AcquireError::TableFull) => Outcome::TableFull(key),
         Err(error) => panic!("key {key}: {error}"),
     }
 }

@@ -97,7 +97,9 @@ impl fmt::Display for RequestError {
 impl core::error::Error for RequestError {}
 
 /// Why a limiter could not be built: every constructor and `build` that can fail says why
-/// with one of these, before anything is allocated or started.
+/// with one of these, before anything is allocated or started (and
+/// [`InFlightLimiter::add_permits`](crate::InFlightLimiter::add_permits), for a raised limit
+/// the limiter could not have been built with).
 ///
 /// ```
 /// use nanolimit::{BuildError, Gcra, KeyedLimiter};
@@ -114,7 +116,7 @@ pub enum BuildError {
     /// A limit of zero: an in-flight limiter that could never grant a permit.
     ZeroLimit,
     /// A limit above what the limiter keeps: a keyed sliding log's per-key limit, an in-flight
-    /// limit, a Redis sliding log's limit.
+    /// limit (at construction, or raised by `add_permits`), a Redis sliding log's limit.
     LimitTooLarge {
         /// The limit asked for.
         limit: u64,

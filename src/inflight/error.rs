@@ -1,199 +1,198 @@
-//! What an in-flight limiter answers when it cannot do what it was asked.
+//! What an in-flight limiter answers when it cannot grant a permit.
 
-use super::word::MAX_IN_FLIGHT;
 use core::fmt;
 
-/// A limit an in-flight limiter cannot take: zero, or above [`MAX_IN_FLIGHT`] (also what
-/// [`add_permits`](super::InFlightLimiter::add_permits) answers when the sum would be).
+/// Why an acquire gave no permit: the one error of both limiters, direct
+/// ([`InFlightLimiter`](super::InFlightLimiter)) and keyed
+/// ([`KeyedInFlightLimiter`](super::KeyedInFlightLimiter)).
+///
+/// One error type rather than a `Result` inside a `Result`: every variant is a refusal the
+/// caller answers, but differently ([`Busy`](Self::Busy) and [`TableFull`](Self::TableFull):
+/// not now; [`AboveLimit`](Self::AboveLimit): never, split the request), and `?` carries any.
+///
+/// | variant | from | meaning |
+/// |---|---|---|
+/// | [`Busy`](Self::Busy) | `try_acquire`, `try_acquire_many` (both limiters) | the units are not free now, or (direct only) waiters queued earlier come first |
+/// | [`AboveLimit`](Self::AboveLimit) | every `*_many` acquire (both limiters, blocking and async included) | more units than the limit: it could never be served |
+/// | [`TableFull`](Self::TableFull) | keyed only | a new key, and every slot of the table it may use holds a key with units in flight |
+///
+/// None carries a retry-after: units free when work ends, which no clock predicts. An HTTP
+/// server should answer `503 Service Unavailable` for [`Busy`](Self::Busy) and
+/// [`TableFull`](Self::TableFull) alike (the service is saturated, not the client over its
+/// rate), with no `Retry-After`, or a short fixed one it chooses itself; or wait with
+/// [`acquire`](super::InFlightLimiter::acquire) instead of refusing.
 ///
 /// ```
-/// use nanolimit::inflight::{InFlightError, InFlightLimiter, MAX_IN_FLIGHT};
+/// use nanolimit::inflight::{AcquireError, InFlightLimiter};
 ///
-/// assert_eq!(InFlightLimiter::new(0).unwrap_err(), InFlightError::ZeroLimit);
+/// let limiter = InFlightLimiter::new(2)?;
+/// let _held = limiter.try_acquire()?;
 /// assert_eq!(
-///     InFlightLimiter::new(MAX_IN_FLIGHT + 1).unwrap_err(),
-///     InFlightError::LimitAboveMaximum { limit: MAX_IN_FLIGHT + 1 }
+///     limiter.try_acquire_many(2).unwrap_err(),
+///     AcquireError::Busy { limit: 2, in_flight: 1, requested: 2, queued: false }
 /// );
+/// assert_eq!(
+///     limiter.try_acquire_many(3).unwrap_err(),
+///     AcquireError::AboveLimit { units: 3, limit: 2 }
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum InFlightError {
-    /// A limit of zero would admit nothing, ever.
-    ZeroLimit,
-    /// The limit asked for (saturated at `u64::MAX`) is above [`MAX_IN_FLIGHT`].
-    LimitAboveMaximum {
-        /// The limit asked for.
+pub enum AcquireError {
+    /// Not now: the units are not free, or (direct limiter only) waiters queued earlier come
+    /// first. The figures are from the one word the attempt read: the limiter's, or the key's
+    /// entry for a keyed limiter (a key the table does not hold has nothing in flight).
+    Busy {
+        /// The limit.
+        limit: u64,
+        /// Units held by permits (of the key, for a keyed limiter).
+        in_flight: u64,
+        /// The units the refused request asked for.
+        requested: u64,
+        /// Whether waiters were queued, so that units that free go to them first: then a
+        /// request can be busy though `limit - in_flight >= requested`. Always `false` from a
+        /// keyed limiter, which has no queue.
+        queued: bool,
+    },
+    /// Never: a request for more units than the limit can never be served whole, so it is
+    /// refused at once rather than left to wait forever. Split it, or raise the limit
+    /// ([`add_permits`](super::InFlightLimiter::add_permits), direct limiter only).
+    AboveLimit {
+        /// The units requested.
+        units: u64,
+        /// The limit when the request was made.
         limit: u64,
     },
+    /// Not now, keyed limiter only: a new key, and every slot of the table it may use holds a
+    /// key with units in flight ([`WhenFull::Deny`](crate::WhenFull::Deny), the default). A
+    /// slot frees when all of one of those keys' permits are dropped.
+    TableFull,
 }
 
-impl fmt::Display for InFlightError {
+impl AcquireError {
+    /// Whether it is [`Busy`](Self::Busy): the units were not free now.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(1)?;
+    /// let _held = limiter.try_acquire()?;
+    /// assert!(limiter.try_acquire().unwrap_err().is_busy());
+    /// assert!(!limiter.try_acquire_many(2).unwrap_err().is_busy());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_busy(&self) -> bool {
+        matches!(self, AcquireError::Busy { .. })
+    }
+
+    /// Whether it is [`Busy`](Self::Busy) behind queued waiters (direct limiter only): units
+    /// that free go to the waiters first.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    /// use std::thread;
+    ///
+    /// let limiter = InFlightLimiter::new(2)?;
+    /// let held = limiter.acquire_many(2)?;
+    /// thread::scope(|scope| {
+    ///     let waiter = scope.spawn(|| limiter.acquire_many(2).map(|permit| permit.units()));
+    ///     while limiter.waiters() == 0 {
+    ///         thread::yield_now(); // until the waiter has queued
+    ///     }
+    ///     let error = limiter.try_acquire().unwrap_err();
+    ///     drop(held); // serves the waiter
+    ///     assert!(error.is_queued());
+    ///     assert_eq!(waiter.join().unwrap(), Ok(2));
+    /// });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_queued(&self) -> bool {
+        matches!(self, AcquireError::Busy { queued: true, .. })
+    }
+
+    /// Whether it is [`AboveLimit`](Self::AboveLimit): the request could never be served.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<str>::new(2, 100)?;
+    /// assert!(limiter.try_acquire_many("a", 3).unwrap_err().is_above_limit());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_above_limit(&self) -> bool {
+        matches!(self, AcquireError::AboveLimit { .. })
+    }
+
+    /// Whether it is [`TableFull`](Self::TableFull) (keyed limiter only).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u32>::builder(1).capacity(1).shards(1).build()?;
+    /// let held: Vec<_> = (0..8).map(|key| limiter.try_acquire(&key).unwrap()).collect();
+    /// assert!(limiter.try_acquire(&0).unwrap_err().is_busy());
+    /// // Every slot key 8 may use holds a key with a unit in flight.
+    /// assert!(limiter.try_acquire(&8).unwrap_err().is_table_full());
+    /// drop(held);
+    /// assert!(limiter.try_acquire(&8).is_ok()); // reclaims a fresh entry
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_table_full(&self) -> bool {
+        matches!(self, AcquireError::TableFull)
+    }
+
+    /// For [`Busy`](Self::Busy), the units no permit held: `limit - in_flight`. When
+    /// [`is_queued`](Self::is_queued), they are kept for the waiters, so a request can be busy
+    /// with `remaining >= requested`. `None` for the other variants.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(5)?;
+    /// let _three = limiter.try_acquire_many(3)?;
+    /// assert_eq!(limiter.try_acquire_many(3).unwrap_err().remaining(), Some(2));
+    /// assert_eq!(limiter.try_acquire_many(6).unwrap_err().remaining(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remaining(&self) -> Option<u64> {
+        match *self {
+            AcquireError::Busy {
+                limit, in_flight, ..
+            } => Some(limit - in_flight),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for AcquireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            InFlightError::ZeroLimit => write!(f, "an in-flight limit must be at least 1"),
-            InFlightError::LimitAboveMaximum { limit } => write!(
+        match *self {
+            AcquireError::Busy {
+                limit,
+                in_flight,
+                requested,
+                queued,
+            } => {
+                write!(
+                    f,
+                    "{in_flight} of {limit} units in flight; {requested} requested"
+                )?;
+                if queued {
+                    write!(f, " behind queued waiters")?;
+                }
+                Ok(())
+            }
+            AcquireError::AboveLimit { units, limit } => write!(
                 f,
-                "an in-flight limit of {limit} is above the maximum, {MAX_IN_FLIGHT}"
+                "a request for {units} units can never fit an in-flight limit of {limit}"
+            ),
+            AcquireError::TableFull => write!(
+                f,
+                "a new key found every slot it may use held by keys with units in flight"
             ),
         }
     }
 }
 
-impl std::error::Error for InFlightError {}
-
-/// A request for more units than the limit: it can never be served whole, so it is refused at
-/// once rather than left to wait forever. Split it, or raise the limit
-/// ([`add_permits`](super::InFlightLimiter::add_permits)).
-///
-/// ```
-/// use nanolimit::inflight::{AboveLimit, InFlightLimiter};
-///
-/// let limiter = InFlightLimiter::new(4)?;
-/// assert_eq!(limiter.acquire_many(5).unwrap_err(), AboveLimit { units: 5, limit: 4 });
-/// # Ok::<(), nanolimit::inflight::InFlightError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AboveLimit {
-    /// The units requested.
-    pub units: u64,
-    /// The limit when the request was made.
-    pub limit: u64,
-}
-
-impl fmt::Display for AboveLimit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "a request for {} units can never fit an in-flight limit of {}",
-            self.units, self.limit
-        )
-    }
-}
-
-impl std::error::Error for AboveLimit {}
-
-/// A refusal of [`try_acquire`](super::InFlightLimiter::try_acquire): the units are not free
-/// now, or waiters queued earlier come first. Figures are from the one word the attempt read.
-///
-/// There is no retry-after: units free when work ends, which no clock predicts. An HTTP server
-/// should answer `503 Service Unavailable` (the server is busy, not the client over its rate),
-/// with no `Retry-After`, or a short fixed one it chooses itself; or wait with
-/// [`acquire`](super::InFlightLimiter::acquire) instead of refusing.
-///
-/// ```
-/// use nanolimit::inflight::InFlightLimiter;
-///
-/// let limiter = InFlightLimiter::new(2)?;
-/// let _held = limiter.try_acquire().unwrap();
-/// let busy = limiter.try_acquire_many(2).unwrap_err().busy().unwrap();
-/// assert_eq!((busy.limit(), busy.in_flight(), busy.remaining(), busy.requested()), (2, 1, 1, 2));
-/// # Ok::<(), nanolimit::inflight::InFlightError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Busy {
-    pub(crate) limit: u64,
-    pub(crate) in_flight: u64,
-    pub(crate) requested: u64,
-    pub(crate) queued: bool,
-}
-
-impl Busy {
-    /// The limit.
-    pub fn limit(&self) -> u64 {
-        self.limit
-    }
-
-    /// Units held by permits.
-    pub fn in_flight(&self) -> u64 {
-        self.in_flight
-    }
-
-    /// Units no permit holds. When [`is_queued`](Self::is_queued), they are kept for the
-    /// waiters, so a request can be busy with `remaining() >= requested()`.
-    pub fn remaining(&self) -> u64 {
-        self.limit - self.in_flight
-    }
-
-    /// The units the refused request asked for.
-    pub fn requested(&self) -> u64 {
-        self.requested
-    }
-
-    /// Whether waiters were queued: units that free go to them first.
-    pub fn is_queued(&self) -> bool {
-        self.queued
-    }
-}
-
-impl fmt::Display for Busy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} of {} units in flight; {} requested",
-            self.in_flight, self.limit, self.requested
-        )?;
-        if self.queued {
-            write!(f, " behind queued waiters")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Busy {}
-
-/// Why [`try_acquire_many`](super::InFlightLimiter::try_acquire_many) gave no permit.
-///
-/// One error type with two variants, rather than a `Result` inside a `Result`: both are
-/// refusals the caller answers, but differently ([`Busy`]: now, not later; [`AboveLimit`]:
-/// never, split the request), and `?` carries either.
-///
-/// ```
-/// use nanolimit::inflight::{AboveLimit, InFlightLimiter, TryAcquireError};
-///
-/// let limiter = InFlightLimiter::new(3)?;
-/// assert_eq!(
-///     limiter.try_acquire_many(4).unwrap_err(),
-///     TryAcquireError::AboveLimit(AboveLimit { units: 4, limit: 3 })
-/// );
-/// # Ok::<(), nanolimit::inflight::InFlightError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TryAcquireError {
-    /// Not now: see [`Busy`].
-    Busy(Busy),
-    /// Never: see [`AboveLimit`].
-    AboveLimit(AboveLimit),
-}
-
-impl TryAcquireError {
-    /// The refusal's figures, if it is [`Busy`](TryAcquireError::Busy).
-    pub fn busy(self) -> Option<Busy> {
-        match self {
-            TryAcquireError::Busy(busy) => Some(busy),
-            TryAcquireError::AboveLimit(_) => None,
-        }
-    }
-}
-
-impl fmt::Display for TryAcquireError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TryAcquireError::Busy(busy) => busy.fmt(f),
-            TryAcquireError::AboveLimit(above) => above.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for TryAcquireError {}
-
-impl From<Busy> for TryAcquireError {
-    fn from(busy: Busy) -> Self {
-        TryAcquireError::Busy(busy)
-    }
-}
-
-impl From<AboveLimit> for TryAcquireError {
-    fn from(above: AboveLimit) -> Self {
-        TryAcquireError::AboveLimit(above)
-    }
-}
+impl std::error::Error for AcquireError {}

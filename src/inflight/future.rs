@@ -1,17 +1,17 @@
 //! Async acquires (feature `tokio`): a future that queues like a blocking acquire and is woken
 //! through its task's waker. It uses only `std::task`, so it runs on any executor; the feature
-//! only groups it with the crate's other async waits.
+//! only groups it with the crate's other async waits. The methods return it as an
+//! `impl Future`: its type is no part of the public interface.
 
 use super::queue::{self, Entered, Wake};
-use super::{AboveLimit, InFlightLimiter, Permit};
+use super::{AcquireError, InFlightLimiter, Permit};
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
 impl InFlightLimiter {
     /// Awaits one unit, served in queue order with blocking acquires (see the
-    /// [module](super) documentation). Dropping the future before it completes cancels the wait:
-    /// it leaves the queue, and units already taken for it are released.
+    /// [module](super) documentation).
     ///
     /// ```
     /// use nanolimit::inflight::InFlightLimiter;
@@ -25,26 +25,64 @@ impl InFlightLimiter {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn acquire_async(&self) -> Acquire<'_> {
+    ///
+    /// # Cancellation
+    ///
+    /// Cancellation-safe: the future dropped while queued leaves the queue (letting the next
+    /// waiter in if it was the head); dropped after being served but before being polled again,
+    /// it releases the units taken for it (to the next waiter first).
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::task::{Context, Waker};
+    ///
+    /// let limiter = InFlightLimiter::new(1)?;
+    /// let held = limiter.try_acquire()?;
+    /// {
+    ///     let mut waiting = pin!(limiter.acquire_async());
+    ///     let mut context = Context::from_waker(Waker::noop());
+    ///     assert!(waiting.as_mut().poll(&mut context).is_pending());
+    ///     assert_eq!(limiter.waiters(), 1);
+    /// } // dropped: it leaves the queue
+    /// assert_eq!(limiter.waiters(), 0);
+    /// drop(held);
+    /// assert_eq!(limiter.available(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// The future panics if polled again after it returned its permit, as futures may (the
+    /// `Future` contract leaves that unspecified; `.await` never does it).
+    pub fn acquire_async(&self) -> impl Future<Output = Permit<'_>> {
         Acquire::new(self, 1)
     }
 
     /// Awaits `units` at once, served in queue order; an error at once for more units than the
-    /// limit. Cancellation-safe, as [`acquire_async`](Self::acquire_async).
+    /// limit ([`AcquireError::AboveLimit`], the only error it returns). Cancellation-safe, and
+    /// panics if polled after completing, as [`acquire_async`](Self::acquire_async).
     ///
     /// ```
-    /// use nanolimit::inflight::InFlightLimiter;
+    /// use nanolimit::inflight::{AcquireError, InFlightLimiter};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let limiter = InFlightLimiter::new(4)?;
     /// let permit = limiter.acquire_many_async(3)?.await;
     /// assert_eq!(permit.units(), 3);
-    /// assert!(limiter.acquire_many_async(5).is_err());
+    /// assert_eq!(
+    ///     limiter.acquire_many_async(5).err(),
+    ///     Some(AcquireError::AboveLimit { units: 5, limit: 4 })
+    /// );
     /// # Ok(())
     /// # }
     /// ```
-    pub fn acquire_many_async(&self, units: u64) -> Result<Acquire<'_>, AboveLimit> {
+    pub fn acquire_many_async(
+        &self,
+        units: u64,
+    ) -> Result<impl Future<Output = Permit<'_>>, AcquireError> {
         self.check_fits(units)?;
         Ok(Acquire::new(self, units))
     }
@@ -64,37 +102,11 @@ enum Progress {
 /// The future of [`InFlightLimiter::acquire_async`] and
 /// [`acquire_many_async`](InFlightLimiter::acquire_many_async): a [`Permit`] once served.
 ///
-/// Cancellation-safe: dropped while queued, it leaves the queue (letting the next waiter in if
-/// it was the head); dropped after being served but before being polled again, it releases the
-/// units taken for it.
-///
-/// # Panics
-///
-/// Polled again after it returned its permit, as futures may (the `Future` contract leaves
-/// that unspecified; `.await` never does it).
-///
-/// ```
-/// use nanolimit::inflight::InFlightLimiter;
-/// use std::future::Future;
-/// use std::pin::pin;
-/// use std::task::{Context, Poll, Waker};
-///
-/// let limiter = InFlightLimiter::new(1)?;
-/// let held = limiter.try_acquire()?;
-/// {
-///     let mut waiting = pin!(limiter.acquire_async());
-///     let mut context = Context::from_waker(Waker::noop());
-///     assert!(waiting.as_mut().poll(&mut context).is_pending());
-///     assert_eq!(limiter.waiters(), 1);
-/// } // dropped: it leaves the queue
-/// assert_eq!(limiter.waiters(), 0);
-/// drop(held);
-/// assert_eq!(limiter.available(), 1);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// Cancellation-safe (see `acquire_async`): its `Drop` leaves the queue, or releases the units
+/// taken for it if it was served but never returned its permit.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
-pub struct Acquire<'limiter> {
+struct Acquire<'limiter> {
     limiter: &'limiter InFlightLimiter,
     units: u64,
     progress: Progress,

@@ -48,9 +48,7 @@
 //! [`WhenFull::EvictClosestToFresh`]: crate::WhenFull::EvictClosestToFresh
 //! [`BuildError::EvictionNotSupported`]: crate::BuildError::EvictionNotSupported
 
-use super::keyed_error::KeyedTryAcquireError;
-use super::keyed_permit::KeyedPermit;
-use super::{AboveLimit, Busy};
+use super::{AcquireError, Permit};
 use crate::clock::{Clock, QuantaClock};
 use crate::engine::decision::Outcome;
 use crate::engine::error::BuildError;
@@ -83,27 +81,34 @@ pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 /// - **No eviction**: a live entry holds units of running work, which an eviction would lose
 ///   track of; building with [`WhenFull::EvictClosestToFresh`] is an error.
 /// - **Full table**: a new key whose slots all hold keys with units in flight is refused
-///   ([`KeyedTryAcquireError::TableFull`], under [`WhenFull::Deny`], the default) or admitted
-///   untracked ([`WhenFull::Allow`]: an [untracked](KeyedPermit::is_untracked) permit, counted
+///   ([`AcquireError::TableFull`], under [`WhenFull::Deny`], the default) or admitted
+///   untracked ([`WhenFull::Allow`]: an [untracked](Permit::is_untracked) permit, counted
 ///   nowhere: while the table stays full such a key has no limit, which is what failing open
 ///   means).
 /// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
 ///   hashes share one entry and one limit, as in [`KeyedLimiter`](crate::KeyedLimiter); [`Exact`](crate::Exact) keys never do.
-/// - **No retry-after**, as the direct limiter: [`Busy`] reports the limit, the key's units in
-///   flight, what remains and what was requested.
+/// - **No retry-after**, as the direct limiter: [`AcquireError::Busy`] reports the limit, the
+///   key's units in flight and what was requested.
+///
+/// Its permits are [`Permit`]`<'_, KeyedInFlightLimiter<K, M>>`: the direct limiter's permit
+/// type, with the key's figures ([`in_flight`](Permit::in_flight),
+/// [`remaining`](Permit::remaining), [`is_untracked`](Permit::is_untracked)) and no
+/// [`forget`](Permit::forget).
 ///
 /// The module `src/inflight/keyed.rs` explains why a permit can never release into a slot that
 /// was reclaimed for another key (in these docs with `--document-private-items`).
 ///
 /// ```
-/// use nanolimit::inflight::KeyedInFlightLimiter;
+/// use nanolimit::inflight::{AcquireError, KeyedInFlightLimiter};
 ///
 /// // At most 2 requests in flight per upstream host.
 /// let upstreams = KeyedInFlightLimiter::<str>::new(2, 1_000)?;
 /// let first = upstreams.try_acquire("db-1")?;
 /// let _second = upstreams.try_acquire("db-1")?;
-/// let busy = upstreams.try_acquire("db-1").unwrap_err().busy().unwrap();
-/// assert_eq!((busy.limit(), busy.in_flight(), busy.remaining()), (2, 2, 0));
+/// assert_eq!(
+///     upstreams.try_acquire("db-1").unwrap_err(),
+///     AcquireError::Busy { limit: 2, in_flight: 2, requested: 1, queued: false }
+/// );
 /// assert!(upstreams.try_acquire("db-2").is_ok()); // another key, its own limit
 /// drop(first);
 /// assert_eq!(upstreams.in_flight("db-1"), 1);
@@ -149,15 +154,29 @@ impl<K: Hash + ?Sized> KeyedInFlightLimiter<K, Hashed> {
     /// A builder for a limiter of `max_in_flight` units per key, with the default capacity
     /// (65,536 keys) and shards, [`WhenFull::Deny`] and [`Hashed`] keys.
     /// The limit is checked by [`build`](KeyedBuilder::build).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    /// use nanolimit::WhenFull;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::builder(4)
+    ///     .capacity(1_000)
+    ///     .when_full(WhenFull::Allow)
+    ///     .exact_keys()
+    ///     .build()?;
+    /// assert_eq!((limiter.limit(), limiter.capacity()), (4, 1_000));
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn builder(max_in_flight: u64) -> KeyedBuilder<K, Concurrency, QuantaClock, Hashed> {
         KeyedBuilder::with_defaults(Concurrency::new(max_in_flight), QuantaClock::new())
     }
 }
 
 impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
-    /// Takes one unit of `key` if it is free now: a permit, or why not ([`Busy`], or
-    /// [`TableFull`](KeyedTryAcquireError::TableFull) for a new key a full table refused; never
-    /// [`AboveLimit`](KeyedTryAcquireError::AboveLimit), the limit being at least 1).
+    /// Takes one unit of `key` if it is free now: a permit, or why not
+    /// ([`Busy`](AcquireError::Busy), or [`TableFull`](AcquireError::TableFull) for a new key a
+    /// full table refused; never [`AboveLimit`](AcquireError::AboveLimit), the limit being at
+    /// least 1).
     ///
     /// ```
     /// use nanolimit::inflight::KeyedInFlightLimiter;
@@ -170,25 +189,32 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn try_acquire(&self, key: &K) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
+    pub fn try_acquire(
+        &self,
+        key: &K,
+    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, AcquireError> {
         self.try_take(key, 1)
     }
 
     /// Takes `units` of `key` at once if they are free now: all or nothing. A request above the
-    /// limit is [`KeyedTryAcquireError::AboveLimit`] (it could never pass); 0 units is an empty
-    /// permit (which touches nothing, and is not [untracked](KeyedPermit::is_untracked)).
+    /// limit is [`AcquireError::AboveLimit`] (it could never pass); 0 units is an empty permit
+    /// (which touches nothing, and is not [untracked](Permit::is_untracked)).
     ///
     /// ```
-    /// use nanolimit::inflight::{AboveLimit, KeyedInFlightLimiter, KeyedTryAcquireError};
+    /// use nanolimit::inflight::{AcquireError, KeyedInFlightLimiter};
     ///
     /// let limiter = KeyedInFlightLimiter::<str>::new(5, 100)?;
     /// let three = limiter.try_acquire_many("tenant-a", 3)?;
     /// assert_eq!((three.units(), three.in_flight(), three.remaining()), (3, 3, 2));
-    /// let busy = limiter.try_acquire_many("tenant-a", 3).unwrap_err().busy().unwrap();
-    /// assert_eq!((busy.remaining(), busy.requested()), (2, 3));
+    /// let busy = limiter.try_acquire_many("tenant-a", 3).unwrap_err();
+    /// assert_eq!(
+    ///     busy,
+    ///     AcquireError::Busy { limit: 5, in_flight: 3, requested: 3, queued: false }
+    /// );
+    /// assert_eq!(busy.remaining(), Some(2));
     /// assert_eq!(
     ///     limiter.try_acquire_many("tenant-a", 6).unwrap_err(),
-    ///     KeyedTryAcquireError::AboveLimit(AboveLimit { units: 6, limit: 5 })
+    ///     AcquireError::AboveLimit { units: 6, limit: 5 }
     /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -197,21 +223,25 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
         &self,
         key: &K,
         units: u64,
-    ) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
+    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, AcquireError> {
         let limit = self.limit();
         if units > limit {
-            return Err(KeyedTryAcquireError::AboveLimit(AboveLimit {
-                units,
-                limit,
-            }));
+            return Err(AcquireError::AboveLimit { units, limit });
         }
         if units == 0 {
-            return Ok(KeyedPermit::empty(self));
+            return Ok(Permit::empty(self));
         }
         self.try_take(key, units)
     }
 
     /// The limit: the most units one key may have in flight.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// assert_eq!(KeyedInFlightLimiter::<u64>::new(8, 100)?.limit(), 8);
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn limit(&self) -> u64 {
         self.quota.limit()
     }
@@ -253,27 +283,67 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     }
 
     /// How many live keys the table was sized for (as requested at construction).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// assert_eq!(KeyedInFlightLimiter::<u64>::new(8, 10_000)?.capacity(), 10_000);
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn capacity(&self) -> usize {
         self.table.capacity()
     }
 
     /// How many slots the table has (see [`KeyedLimiter::slots`](crate::KeyedLimiter::slots)).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::new(8, 10_000)?;
+    /// assert!(limiter.slots() >= limiter.capacity());
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn slots(&self) -> usize {
         self.table.slot_count()
     }
 
     /// The number of shards.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::builder(8).capacity(10_000).shards(4).build()?;
+    /// assert_eq!(limiter.shards(), 4);
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn shards(&self) -> usize {
         self.table.shard_count()
     }
 
     /// Total bytes the table occupies, fixed at construction.
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::new(8, 10_000)?;
+    /// assert!(limiter.memory_bytes() >= limiter.slots() * 8); // a word per slot at least
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn memory_bytes(&self) -> usize {
         self.table.memory_bytes()
     }
 
     /// Bytes per key of capacity, all overhead included, rounded to the nearest byte (the
     /// keyed rate limiters' figures: 25.5 for [`Hashed`] keys, 31.25 for [`Exact`](crate::Exact) ones).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let hashed = KeyedInFlightLimiter::<u64>::new(8, 65_536)?;
+    /// let exact = KeyedInFlightLimiter::<u64>::builder(8).exact_keys().build()?;
+    /// assert!(hashed.bytes_per_key() < exact.bytes_per_key());
+    /// # Ok::<(), nanolimit::BuildError>(())
+    /// ```
     pub fn bytes_per_key(&self) -> usize {
         (self.memory_bytes() + self.capacity() / 2) / self.capacity()
     }
@@ -294,13 +364,28 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     }
 
     /// Slow-path event counters of the table (never an eviction).
+    ///
+    /// ```
+    /// use nanolimit::inflight::KeyedInFlightLimiter;
+    ///
+    /// let limiter = KeyedInFlightLimiter::<u64>::new(2, 1_000)?;
+    /// let _first = limiter.try_acquire(&1)?; // a new key: inserted
+    /// let _second = limiter.try_acquire(&1)?; // a present key: the fast path
+    /// let stats = limiter.stats();
+    /// assert_eq!((stats.inserts, stats.evictions), (1, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> Stats {
         self.table.stats()
     }
 
     /// Takes `units` (1 to the limit) of `key`.
     #[inline]
-    fn try_take(&self, key: &K, units: u64) -> Result<KeyedPermit<'_, K, M>, KeyedTryAcquireError> {
+    fn try_take(
+        &self,
+        key: &K,
+        units: u64,
+    ) -> Result<Permit<'_, KeyedInFlightLimiter<K, M>>, AcquireError> {
         let at = self.locate(key);
         // Named before the acquire's compare-and-swap (see `Table::name`).
         let named = self.table.name(&at);
@@ -308,17 +393,17 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
         let in_flight = Concurrency::in_flight(judged.word);
         match judged.outcome {
             Outcome::Allowed | Outcome::Inserted => {
-                Ok(KeyedPermit::tracked(self, named, units, in_flight))
+                Ok(Permit::tracked(self, named, units, in_flight))
             }
-            Outcome::Untracked => Ok(KeyedPermit::untracked(self, units)),
-            Outcome::Denied => Err(KeyedTryAcquireError::Busy(Busy {
+            Outcome::Untracked => Ok(Permit::untracked(self, units)),
+            Outcome::Denied => Err(AcquireError::Busy {
                 limit: self.limit(),
                 in_flight,
                 requested: units,
                 queued: false,
-            })),
+            }),
             Outcome::RefusedUntilFresh | Outcome::RefusedUntilAdmitted => {
-                Err(KeyedTryAcquireError::TableFull)
+                Err(AcquireError::TableFull)
             }
         }
     }

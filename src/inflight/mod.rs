@@ -6,10 +6,16 @@
 //!
 //! | operation | returns |
 //! |---|---|
-//! | [`try_acquire`](InFlightLimiter::try_acquire) / [`try_acquire_many(units)`](InFlightLimiter::try_acquire_many) | a [`Permit`] now, or [`Busy`] (and, for many, [`AboveLimit`]) |
-//! | [`acquire`](InFlightLimiter::acquire) / [`acquire_many(units)`](InFlightLimiter::acquire_many) | a [`Permit`], blocking the thread until it is served |
+//! | [`try_acquire`](InFlightLimiter::try_acquire) / [`try_acquire_many(units)`](InFlightLimiter::try_acquire_many) | a [`Permit`] now, or an [`AcquireError`]: [`Busy`](AcquireError::Busy) (and, for many, [`AboveLimit`](AcquireError::AboveLimit)) |
+//! | [`acquire`](InFlightLimiter::acquire) / [`acquire_many(units)`](InFlightLimiter::acquire_many) | a [`Permit`], blocking the thread until it is served (for many, [`AboveLimit`](AcquireError::AboveLimit) at once if it never could be) |
 //! | `acquire_async` / `acquire_many_async(units)` (feature `tokio`) | a future of a [`Permit`]; dropping it cancels the wait |
 //! | [`Permit::forget`] / [`add_permits(units)`](InFlightLimiter::add_permits) | shrink / raise the limit |
+//!
+//! Four public types in all: the two limiters, one [`Permit`] for both (generic over the limiter
+//! it releases to: `Permit<'_>` from the direct one, `Permit<'_, KeyedInFlightLimiter<K, M>>`
+//! from the keyed one), and one [`AcquireError`] for both. A limit that cannot be kept, at
+//! construction or raised by [`add_permits`](InFlightLimiter::add_permits), is the crate's
+//! [`BuildError`].
 //!
 //! # The fast path
 //!
@@ -24,16 +30,17 @@
 //! at once: units that free go to the head of the queue until it is whole, and while anyone
 //! waits, no acquire (`try_acquire` included) takes units past the queue, even units the head
 //! does not need yet. So a large request at the head is never starved by later small ones; the
-//! price is that small requests behind it wait too (a `try_acquire` then answers [`Busy`] with
-//! [`is_queued`](Busy::is_queued)). Units are not assigned to a waiter in part: while the head
-//! waits for more, the units it will get stay available in the word, kept for it, so a cancelled
-//! wait has nothing to give back unless it was served whole, and then gives back everything.
+//! price is that small requests behind it wait too (a `try_acquire` then answers
+//! [`Busy`](AcquireError::Busy) with `queued` set: [`is_queued`](AcquireError::is_queued)).
+//! Units are not assigned to a waiter in part: while the head waits for more, the units it will
+//! get stay available in the word, kept for it, so a cancelled wait has nothing to give back
+//! unless it was served whole, and then gives back everything.
 //!
 //! # No retry-after
 //!
 //! A rate limit knows when it will admit again; a concurrency limit frees when work ends, which
-//! no clock predicts, so [`Busy`] reports the limit, the units in flight, what remains and what
-//! was requested, and nothing about time. An HTTP server refusing for it should answer
+//! no clock predicts, so [`Busy`](AcquireError::Busy) reports the limit, the units in flight
+//! and what was requested, and nothing about time. An HTTP server refusing for it should answer
 //! `503 Service Unavailable` (the service is saturated, not the client over its quota) without
 //! a computed `Retry-After`, or wait for a permit instead.
 //!
@@ -54,13 +61,15 @@
 //! wakeup is lost.
 //!
 //! ```
-//! use nanolimit::inflight::InFlightLimiter;
+//! use nanolimit::inflight::{AcquireError, InFlightLimiter};
 //!
 //! let limiter = InFlightLimiter::new(2)?;
 //! let first = limiter.try_acquire()?;
 //! let second = limiter.try_acquire()?;
-//! let busy = limiter.try_acquire().unwrap_err();
-//! assert_eq!((busy.limit(), busy.in_flight(), busy.remaining()), (2, 2, 0));
+//! assert_eq!(
+//!     limiter.try_acquire().unwrap_err(),
+//!     AcquireError::Busy { limit: 2, in_flight: 2, requested: 1, queued: false }
+//! );
 //! drop(first);
 //! assert_eq!(limiter.available(), 1);
 //! drop(second);
@@ -70,9 +79,10 @@
 //! # Per key: [`KeyedInFlightLimiter`]
 //!
 //! At most N units in flight per key (per client, per upstream), on the keyed rate limiters'
-//! bounded table: `try_acquire(&key)` / `try_acquire_many(&key, units)` return a [`KeyedPermit`]
-//! that releases on drop, or a [`KeyedTryAcquireError`] ([`Busy`] with the key's figures,
-//! [`AboveLimit`], or a full table). Lock-free for a key the table holds: one
+//! bounded table: `try_acquire(&key)` / `try_acquire_many(&key, units)` return a [`Permit`]
+//! that releases on drop, or an [`AcquireError`] ([`Busy`](AcquireError::Busy) with the key's
+//! figures, [`AboveLimit`](AcquireError::AboveLimit), or
+//! [`TableFull`](AcquireError::TableFull), keyed only). Lock-free for a key the table holds: one
 //! compare-and-swap to acquire, one lookup and one compare-and-swap to release. An entry with
 //! nothing in flight is fresh, and its slot may be reused for another key; an entry with units
 //! in flight never is, so a permit can never release into a slot reclaimed for another key
@@ -96,21 +106,16 @@ mod error;
 #[cfg(feature = "tokio")]
 mod future;
 mod keyed;
-mod keyed_error;
-mod keyed_permit;
 mod permit;
 mod queue;
 mod word;
 
-pub use error::{AboveLimit, Busy, InFlightError, TryAcquireError};
-#[cfg(feature = "tokio")]
-pub use future::Acquire;
+pub use error::AcquireError;
 pub use keyed::{KeyedInFlightLimiter, MAX_KEYED_IN_FLIGHT};
-pub use keyed_error::KeyedTryAcquireError;
-pub use keyed_permit::KeyedPermit;
 pub use permit::Permit;
 pub use word::MAX_IN_FLIGHT;
 
+use crate::engine::error::BuildError;
 use crate::sync::{self, AtomicU64, Mutex, Ordering};
 use crossbeam_utils::CachePadded;
 use queue::{Entered, Queue, Wake};
@@ -141,7 +146,7 @@ use queue::{Entered, Queue, Wake};
 ///     worker.join().unwrap();
 /// }
 /// assert_eq!(backend.in_flight(), 0);
-/// # Ok::<(), nanolimit::inflight::InFlightError>(())
+/// # Ok::<(), nanolimit::BuildError>(())
 /// ```
 #[derive(Debug)]
 pub struct InFlightLimiter {
@@ -152,23 +157,30 @@ pub struct InFlightLimiter {
 }
 
 impl InFlightLimiter {
-    /// A limiter of `max_in_flight` units, none in flight. An error for 0 or above
-    /// [`MAX_IN_FLIGHT`].
+    /// A limiter of `max_in_flight` units, none in flight. An error for 0
+    /// ([`BuildError::ZeroLimit`]) or above [`MAX_IN_FLIGHT`] ([`BuildError::LimitTooLarge`]).
     ///
     /// ```
-    /// use nanolimit::inflight::InFlightLimiter;
+    /// use nanolimit::inflight::{InFlightLimiter, MAX_IN_FLIGHT};
+    /// use nanolimit::BuildError;
     ///
     /// let limiter = InFlightLimiter::new(10)?;
     /// assert_eq!((limiter.limit(), limiter.in_flight(), limiter.available()), (10, 0, 10));
-    /// # Ok::<(), nanolimit::inflight::InFlightError>(())
+    /// assert_eq!(InFlightLimiter::new(0).unwrap_err(), BuildError::ZeroLimit);
+    /// assert_eq!(
+    ///     InFlightLimiter::new(MAX_IN_FLIGHT + 1).unwrap_err(),
+    ///     BuildError::LimitTooLarge { limit: MAX_IN_FLIGHT + 1, max: MAX_IN_FLIGHT }
+    /// );
+    /// # Ok::<(), BuildError>(())
     /// ```
-    pub fn new(max_in_flight: u64) -> Result<Self, InFlightError> {
+    pub fn new(max_in_flight: u64) -> Result<Self, BuildError> {
         if max_in_flight == 0 {
-            return Err(InFlightError::ZeroLimit);
+            return Err(BuildError::ZeroLimit);
         }
         if max_in_flight > MAX_IN_FLIGHT {
-            return Err(InFlightError::LimitAboveMaximum {
+            return Err(BuildError::LimitTooLarge {
                 limit: max_in_flight,
+                max: MAX_IN_FLIGHT,
             });
         }
         Ok(InFlightLimiter {
@@ -177,7 +189,9 @@ impl InFlightLimiter {
         })
     }
 
-    /// Takes one unit if it is free now and nobody waits.
+    /// Takes one unit if it is free now and nobody waits: a permit, or
+    /// [`Busy`](AcquireError::Busy) (never [`AboveLimit`](AcquireError::AboveLimit): one unit
+    /// fits any limit but one forgotten down to 0, which is busy).
     ///
     /// ```
     /// use nanolimit::inflight::InFlightLimiter;
@@ -190,26 +204,30 @@ impl InFlightLimiter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn try_acquire(&self) -> Result<Permit<'_>, Busy> {
+    pub fn try_acquire(&self) -> Result<Permit<'_>, AcquireError> {
         self.try_take(1).map(|()| Permit::new(self, 1))
     }
 
     /// Takes `units` at once if they are free now and nobody waits: all or nothing. A request
-    /// above the limit is [`TryAcquireError::AboveLimit`] (it could never pass); 0 units is an
+    /// above the limit is [`AcquireError::AboveLimit`] (it could never pass); 0 units is an
     /// empty permit.
     ///
     /// ```
-    /// use nanolimit::inflight::InFlightLimiter;
+    /// use nanolimit::inflight::{AcquireError, InFlightLimiter};
     ///
     /// let limiter = InFlightLimiter::new(5)?;
     /// let three = limiter.try_acquire_many(3)?;
-    /// let busy = limiter.try_acquire_many(3).unwrap_err().busy().unwrap();
-    /// assert_eq!((busy.remaining(), busy.requested()), (2, 3));
+    /// let busy = limiter.try_acquire_many(3).unwrap_err();
+    /// assert_eq!(
+    ///     busy,
+    ///     AcquireError::Busy { limit: 5, in_flight: 3, requested: 3, queued: false }
+    /// );
+    /// assert_eq!(busy.remaining(), Some(2));
     /// assert_eq!(three.units(), 3);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn try_acquire_many(&self, units: u64) -> Result<Permit<'_>, TryAcquireError> {
+    pub fn try_acquire_many(&self, units: u64) -> Result<Permit<'_>, AcquireError> {
         self.check_fits(units)?;
         self.try_take(units)?;
         Ok(Permit::new(self, units))
@@ -232,7 +250,7 @@ impl InFlightLimiter {
     ///     drop(held); // hands the unit to the waiter
     ///     assert_eq!(waiter.join().unwrap(), 1);
     /// });
-    /// # Ok::<(), nanolimit::inflight::InFlightError>(())
+    /// # Ok::<(), nanolimit::BuildError>(())
     /// ```
     pub fn acquire(&self) -> Permit<'_> {
         // One unit is never refused: even a limit lowered to 0 by forgotten permits may be
@@ -241,44 +259,54 @@ impl InFlightLimiter {
     }
 
     /// Takes `units` at once, blocking the thread until they are served (in queue order; see the
-    /// [module](self) documentation). An error, at once, for more units than the limit; 0 units
-    /// is an empty permit.
+    /// [module](self) documentation). An error, at once, for more units than the limit
+    /// ([`AcquireError::AboveLimit`], the only error it returns); 0 units is an empty permit.
     ///
     /// ```
-    /// use nanolimit::inflight::{AboveLimit, InFlightLimiter};
+    /// use nanolimit::inflight::{AcquireError, InFlightLimiter};
     ///
     /// let limiter = InFlightLimiter::new(4)?;
     /// assert_eq!(limiter.acquire_many(3).unwrap().units(), 3);
-    /// assert_eq!(limiter.acquire_many(5).unwrap_err(), AboveLimit { units: 5, limit: 4 });
-    /// # Ok::<(), nanolimit::inflight::InFlightError>(())
+    /// assert_eq!(
+    ///     limiter.acquire_many(5).unwrap_err(),
+    ///     AcquireError::AboveLimit { units: 5, limit: 4 }
+    /// );
+    /// # Ok::<(), nanolimit::BuildError>(())
     /// ```
-    pub fn acquire_many(&self, units: u64) -> Result<Permit<'_>, AboveLimit> {
+    pub fn acquire_many(&self, units: u64) -> Result<Permit<'_>, AcquireError> {
         self.check_fits(units)?;
         Ok(self.wait_for(units))
     }
 
     /// Raises the limit by `units`, which go to waiters first. An error if the limit would
-    /// exceed [`MAX_IN_FLIGHT`] (the limit is then unchanged).
+    /// exceed [`MAX_IN_FLIGHT`] (the limit is then unchanged): the construction error for the
+    /// same limit, [`BuildError::LimitTooLarge`], with the limit asked for saturated at
+    /// `u64::MAX`. It is no [`AcquireError`]: nothing was acquired, and the limiter is as it
+    /// was, as a limiter that was never built.
     ///
     /// ```
-    /// use nanolimit::inflight::{InFlightError, InFlightLimiter, MAX_IN_FLIGHT};
+    /// use nanolimit::inflight::{InFlightLimiter, MAX_IN_FLIGHT};
+    /// use nanolimit::BuildError;
     ///
     /// let limiter = InFlightLimiter::new(2)?;
     /// limiter.add_permits(3)?;
     /// assert_eq!((limiter.limit(), limiter.available()), (5, 5));
     /// assert_eq!(
     ///     limiter.add_permits(MAX_IN_FLIGHT),
-    ///     Err(InFlightError::LimitAboveMaximum { limit: MAX_IN_FLIGHT + 5 })
+    ///     Err(BuildError::LimitTooLarge { limit: MAX_IN_FLIGHT + 5, max: MAX_IN_FLIGHT })
     /// );
-    /// # Ok::<(), InFlightError>(())
+    /// # Ok::<(), BuildError>(())
     /// ```
-    pub fn add_permits(&self, units: u64) -> Result<(), InFlightError> {
+    pub fn add_permits(&self, units: u64) -> Result<(), BuildError> {
         // ORDERING: Relaxed: a first guess, which the compare-and-swap below checks.
         let mut current = self.state.load(Ordering::Relaxed);
         loop {
             let limit = word::limit(current).saturating_add(units);
             if limit > MAX_IN_FLIGHT {
-                return Err(InFlightError::LimitAboveMaximum { limit });
+                return Err(BuildError::LimitTooLarge {
+                    limit,
+                    max: MAX_IN_FLIGHT,
+                });
             }
             // Both fields fit: each is at most the new limit.
             let next = current + word::limit_units(units) + units;
@@ -303,16 +331,43 @@ impl InFlightLimiter {
     }
 
     /// The limit: units in flight plus units available.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(4)?;
+    /// let _held = limiter.try_acquire()?;
+    /// assert_eq!(limiter.limit(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn limit(&self) -> u64 {
         word::limit(self.load())
     }
 
     /// Units held by permits now.
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(4)?;
+    /// let _held = limiter.try_acquire_many(3)?;
+    /// assert_eq!(limiter.in_flight(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn in_flight(&self) -> u64 {
         word::in_flight(self.load())
     }
 
     /// Units no permit holds now (kept for the waiters while any wait).
+    ///
+    /// ```
+    /// use nanolimit::inflight::InFlightLimiter;
+    ///
+    /// let limiter = InFlightLimiter::new(4)?;
+    /// let _held = limiter.try_acquire_many(3)?;
+    /// assert_eq!(limiter.available(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn available(&self) -> u64 {
         word::available(self.load())
     }
@@ -324,7 +379,7 @@ impl InFlightLimiter {
     /// use nanolimit::inflight::InFlightLimiter;
     ///
     /// assert_eq!(InFlightLimiter::new(1)?.waiters(), 0);
-    /// # Ok::<(), nanolimit::inflight::InFlightError>(())
+    /// # Ok::<(), nanolimit::BuildError>(())
     /// ```
     pub fn waiters(&self) -> usize {
         queue::lock(&self.queue).len()
@@ -338,22 +393,22 @@ impl InFlightLimiter {
 
     /// An error for a request above the limit (read now).
     #[inline]
-    fn check_fits(&self, units: u64) -> Result<(), AboveLimit> {
+    fn check_fits(&self, units: u64) -> Result<(), AcquireError> {
         let limit = self.limit();
         if units > limit {
-            return Err(AboveLimit { units, limit });
+            return Err(AcquireError::AboveLimit { units, limit });
         }
         Ok(())
     }
 
     /// The fast path: takes `units` if they are available and nobody waits.
     #[inline]
-    fn try_take(&self, units: u64) -> Result<(), Busy> {
+    fn try_take(&self, units: u64) -> Result<(), AcquireError> {
         // ORDERING: Relaxed: a first guess, which the compare-and-swap below checks.
         let mut current = self.state.load(Ordering::Relaxed);
         loop {
             if word::is_queued(current) || word::available(current) < units {
-                return Err(Busy {
+                return Err(AcquireError::Busy {
                     limit: word::limit(current),
                     in_flight: word::in_flight(current),
                     requested: units,

@@ -11,7 +11,15 @@
 //! comes from one consistent word. Only a holder of the queue's lock sets or clears `QUEUED`,
 //! and it keeps the flag equal to "the queue holds a waiter".
 
-/// The largest limit an in-flight limiter takes: every field of the word holds it.
+/// The largest limit an in-flight limiter takes: every field of the word holds it (2^31 − 1).
+///
+/// ```
+/// use nanolimit::inflight::{InFlightLimiter, MAX_IN_FLIGHT};
+///
+/// assert_eq!(MAX_IN_FLIGHT, (1 << 31) - 1);
+/// assert!(InFlightLimiter::new(MAX_IN_FLIGHT).is_ok());
+/// assert!(InFlightLimiter::new(MAX_IN_FLIGHT + 1).is_err());
+/// ```
 pub const MAX_IN_FLIGHT: u64 = (1 << AVAILABLE_BITS) - 1;
 
 /// Bits of the `available` field.

@@ -52,6 +52,14 @@ use super::{SlotState, Step};
 /// The largest limit of a [`KeyedInFlightLimiter`](crate::inflight::KeyedInFlightLimiter): 2^24
 /// − 3 (16,777,213) units in flight per key (the state word keeps 24 bits for them, and its two
 /// largest values are the table's slot markers).
+///
+/// ```
+/// use nanolimit::inflight::{KeyedInFlightLimiter, MAX_KEYED_IN_FLIGHT};
+///
+/// assert_eq!(MAX_KEYED_IN_FLIGHT, 16_777_213);
+/// assert!(KeyedInFlightLimiter::<u64>::new(MAX_KEYED_IN_FLIGHT, 100).is_ok());
+/// assert!(KeyedInFlightLimiter::<u64>::new(MAX_KEYED_IN_FLIGHT + 1, 100).is_err());
+/// ```
 pub const MAX_KEYED_IN_FLIGHT: u64 = (1 << 24) - 3;
 
 /// Width of `in_flight`.

@@ -3,9 +3,8 @@
 //! waiters (blocking and async), cancellation, and bad input. No test sleeps: threads are
 //! coordinated by joins and by polling `waiters()` until a waiter has queued.
 
-use nanolimit::inflight::{
-    AboveLimit, InFlightError, InFlightLimiter, Permit, TryAcquireError, MAX_IN_FLIGHT,
-};
+use nanolimit::inflight::{AcquireError, InFlightLimiter, Permit, MAX_IN_FLIGHT};
+use nanolimit::BuildError;
 use proptest::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,19 +21,20 @@ fn until_waiters(limiter: &InFlightLimiter, count: usize) {
 
 #[test]
 fn limits_outside_one_to_the_maximum_are_errors() {
-    assert_eq!(
-        InFlightLimiter::new(0).unwrap_err(),
-        InFlightError::ZeroLimit
-    );
+    assert_eq!(InFlightLimiter::new(0).unwrap_err(), BuildError::ZeroLimit);
     assert_eq!(
         InFlightLimiter::new(MAX_IN_FLIGHT + 1).unwrap_err(),
-        InFlightError::LimitAboveMaximum {
-            limit: MAX_IN_FLIGHT + 1
+        BuildError::LimitTooLarge {
+            limit: MAX_IN_FLIGHT + 1,
+            max: MAX_IN_FLIGHT
         }
     );
     assert_eq!(
         InFlightLimiter::new(u64::MAX).unwrap_err(),
-        InFlightError::LimitAboveMaximum { limit: u64::MAX }
+        BuildError::LimitTooLarge {
+            limit: u64::MAX,
+            max: MAX_IN_FLIGHT
+        }
     );
     let largest = InFlightLimiter::new(MAX_IN_FLIGHT).unwrap();
     let all = largest.try_acquire_many(MAX_IN_FLIGHT).unwrap();
@@ -44,7 +44,7 @@ fn limits_outside_one_to_the_maximum_are_errors() {
     );
     drop(all);
     assert_eq!(largest.available(), MAX_IN_FLIGHT);
-    assert!(InFlightError::ZeroLimit.to_string().contains("at least 1"));
+    assert!(BuildError::ZeroLimit.to_string().contains("limit of zero"));
 }
 
 #[test]
@@ -52,13 +52,17 @@ fn add_permits_past_the_maximum_is_an_error_and_changes_nothing() {
     let limiter = InFlightLimiter::new(10).unwrap();
     assert_eq!(
         limiter.add_permits(MAX_IN_FLIGHT - 9),
-        Err(InFlightError::LimitAboveMaximum {
-            limit: MAX_IN_FLIGHT + 1
+        Err(BuildError::LimitTooLarge {
+            limit: MAX_IN_FLIGHT + 1,
+            max: MAX_IN_FLIGHT
         })
     );
     assert_eq!(
         limiter.add_permits(u64::MAX),
-        Err(InFlightError::LimitAboveMaximum { limit: u64::MAX })
+        Err(BuildError::LimitTooLarge {
+            limit: u64::MAX,
+            max: MAX_IN_FLIGHT
+        })
     );
     assert_eq!((limiter.limit(), limiter.available()), (10, 10));
     limiter.add_permits(MAX_IN_FLIGHT - 10).unwrap();
@@ -68,13 +72,12 @@ fn add_permits_past_the_maximum_is_an_error_and_changes_nothing() {
 #[test]
 fn requests_above_the_limit_are_refused_at_once() {
     let limiter = InFlightLimiter::new(3).unwrap();
-    let above = AboveLimit { units: 4, limit: 3 };
-    assert_eq!(
-        limiter.try_acquire_many(4).unwrap_err(),
-        TryAcquireError::AboveLimit(above)
-    );
+    let above = AcquireError::AboveLimit { units: 4, limit: 3 };
+    assert_eq!(limiter.try_acquire_many(4).unwrap_err(), above);
     assert_eq!(limiter.acquire_many(4).unwrap_err(), above);
-    assert_eq!(limiter.try_acquire_many(4).unwrap_err().busy(), None);
+    let error = limiter.try_acquire_many(4).unwrap_err();
+    assert!(!error.is_busy() && error.is_above_limit() && !error.is_table_full());
+    assert_eq!(error.remaining(), None);
     assert!(above.to_string().contains("never fit"));
     let empty = limiter.try_acquire_many(0).unwrap();
     assert_eq!((empty.units(), limiter.in_flight()), (0, 0));
@@ -132,15 +135,21 @@ proptest! {
                     if units > model.limit {
                         prop_assert_eq!(
                             outcome.unwrap_err(),
-                            TryAcquireError::AboveLimit(AboveLimit { units, limit: model.limit })
+                            AcquireError::AboveLimit { units, limit: model.limit }
                         );
                     } else if in_flight + units > model.limit {
-                        let busy = outcome.unwrap_err().busy().unwrap();
-                        prop_assert_eq!(busy.limit(), model.limit);
-                        prop_assert_eq!(busy.in_flight(), in_flight);
-                        prop_assert_eq!(busy.remaining(), model.limit - in_flight);
-                        prop_assert_eq!(busy.requested(), units);
-                        prop_assert!(!busy.is_queued());
+                        let busy = outcome.unwrap_err();
+                        prop_assert_eq!(
+                            busy,
+                            AcquireError::Busy {
+                                limit: model.limit,
+                                in_flight,
+                                requested: units,
+                                queued: false,
+                            }
+                        );
+                        prop_assert!(busy.is_busy() && !busy.is_queued());
+                        prop_assert_eq!(busy.remaining(), Some(model.limit - in_flight));
                     } else {
                         let permit = outcome.unwrap();
                         prop_assert_eq!(permit.units(), units);
@@ -305,7 +314,16 @@ fn a_waiting_large_request_is_served_before_a_later_small_one() {
     });
     assert_eq!(*order.lock().unwrap(), [3, 1]);
     let busy = try_while_queued.expect("a try took the unit kept for the queue");
-    assert!(busy.is_queued() && busy.remaining() == 1);
+    assert!(busy.is_queued() && busy.remaining() == Some(1));
+    assert!(matches!(
+        busy,
+        AcquireError::Busy {
+            limit: 4,
+            in_flight: 3,
+            requested: 1,
+            queued: true
+        }
+    ));
     assert_eq!((limiter.available(), limiter.waiters()), (4, 0));
 }
 
@@ -317,7 +335,10 @@ fn forgotten_permits_shrink_the_limit_until_added_back() {
     assert!(limiter.try_acquire_many(2).is_err());
     limiter.acquire().forget();
     assert_eq!(limiter.limit(), 0);
-    assert_eq!(limiter.try_acquire().unwrap_err().limit(), 0);
+    assert!(matches!(
+        limiter.try_acquire().unwrap_err(),
+        AcquireError::Busy { limit: 0, .. }
+    ));
     thread::scope(|scope| {
         // One unit may always wait: `add_permits` serves it.
         let waiter = scope.spawn(|| limiter.acquire().units());

@@ -4,9 +4,7 @@
 //! and return every unit, full tables under each `WhenFull` policy, and reclaims only of
 //! entries whose permits are all dropped.
 
-use nanolimit::inflight::{
-    AboveLimit, KeyedInFlightLimiter, KeyedPermit, KeyedTryAcquireError, MAX_KEYED_IN_FLIGHT,
-};
+use nanolimit::inflight::{AcquireError, KeyedInFlightLimiter, Permit, MAX_KEYED_IN_FLIGHT};
 use nanolimit::{BuildError, Hashed, KeyMode, WhenFull};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -52,7 +50,7 @@ fn limits_outside_one_to_the_maximum_are_errors() {
     let largest = build(MAX_KEYED_IN_FLIGHT).unwrap();
     let all = largest.try_acquire_many(&1, MAX_KEYED_IN_FLIGHT).unwrap();
     assert_eq!((all.in_flight(), all.remaining()), (MAX_KEYED_IN_FLIGHT, 0));
-    assert!(largest.try_acquire(&1).unwrap_err().busy().is_some());
+    assert!(largest.try_acquire(&1).unwrap_err().is_busy());
     drop(all);
     assert_eq!(largest.remaining(&1), MAX_KEYED_IN_FLIGHT);
     assert_eq!(
@@ -78,11 +76,11 @@ fn zero_units_is_an_empty_permit_and_above_the_limit_is_an_error() {
     assert_eq!(limiter.in_flight("k"), 2);
     assert_eq!(
         limiter.try_acquire_many("k", 3).unwrap_err(),
-        KeyedTryAcquireError::AboveLimit(AboveLimit { units: 3, limit: 2 })
+        AcquireError::AboveLimit { units: 3, limit: 2 }
     );
     let busy = limiter.try_acquire("k").unwrap_err();
     assert_eq!(busy.to_string(), "2 of 2 units in flight; 1 requested");
-    assert!(!busy.is_table_full() && !busy.busy().unwrap().is_queued());
+    assert!(!busy.is_table_full() && busy.is_busy() && !busy.is_queued());
 }
 
 // --- Full tables -----------------------------------------------------------------------------
@@ -99,10 +97,9 @@ fn a_full_table_refuses_under_deny_admits_untracked_under_allow_and_never_evicts
 
     let deny = one_bucket(2, WhenFull::Deny);
     let held: Vec<_> = (0..8).map(|key| deny.try_acquire(&key).unwrap()).collect();
-    assert_eq!(
-        deny.try_acquire(&100).unwrap_err(),
-        KeyedTryAcquireError::TableFull
-    );
+    let full = deny.try_acquire(&100).unwrap_err();
+    assert_eq!(full, AcquireError::TableFull);
+    assert!(full.is_table_full() && !full.is_busy() && full.remaining().is_none());
     assert_eq!(deny.remaining(&100), 0); // it would be refused
     assert_eq!(deny.in_flight(&100), 0);
     // Present keys still take their second unit.
@@ -196,7 +193,7 @@ fn roomy_table_matches_the_model<M: KeyMode<u32>>(
 ) -> Result<(), TestCaseError> {
     let limit = limiter.limit();
     let mut in_flight: HashMap<u32, u64> = HashMap::new();
-    let mut held: Vec<(u32, KeyedPermit<'_, u32, M>)> = Vec::new();
+    let mut held: Vec<(u32, Permit<'_, KeyedInFlightLimiter<u32, M>>)> = Vec::new();
     for step in steps {
         match *step {
             Step::Acquire { key, units } => {
@@ -205,15 +202,20 @@ fn roomy_table_matches_the_model<M: KeyMode<u32>>(
                 if units > limit {
                     prop_assert_eq!(
                         outcome.unwrap_err(),
-                        KeyedTryAcquireError::AboveLimit(AboveLimit { units, limit })
+                        AcquireError::AboveLimit { units, limit }
                     );
                 } else if before + units > limit {
-                    let busy = outcome.unwrap_err().busy().unwrap();
+                    let busy = outcome.unwrap_err();
                     prop_assert_eq!(
-                        (busy.limit(), busy.in_flight(), busy.remaining()),
-                        (limit, before, limit - before)
+                        busy,
+                        AcquireError::Busy {
+                            limit,
+                            in_flight: before,
+                            requested: units,
+                            queued: false,
+                        }
                     );
-                    prop_assert_eq!(busy.requested(), units);
+                    prop_assert_eq!(busy.remaining(), Some(limit - before));
                 } else {
                     let permit = outcome.unwrap();
                     prop_assert!(!permit.is_untracked());
@@ -259,7 +261,7 @@ fn one_bucket_table_matches_the_model(
     let limit = limiter.limit();
     let mut slots: [ModelSlot; ONE_BUCKET] = [None; ONE_BUCKET];
     // Held permits: their key and whether they are counted in a slot.
-    let mut held: Vec<(u32, bool, KeyedPermit<'_, u32>)> = Vec::new();
+    let mut held: Vec<(u32, bool, Permit<'_, KeyedInFlightLimiter<u32>>)> = Vec::new();
     let (mut reclaims, mut refused, mut untracked) = (0, 0, 0);
     for step in steps {
         match *step {
@@ -269,7 +271,7 @@ fn one_bucket_table_matches_the_model(
                     .iter()
                     .position(|slot| matches!(slot, Some((k, _)) if *k == key));
                 if units > limit {
-                    prop_assert!(matches!(outcome, Err(KeyedTryAcquireError::AboveLimit(_))));
+                    prop_assert!(outcome.unwrap_err().is_above_limit());
                     continue;
                 }
                 if units == 0 {
@@ -295,11 +297,17 @@ fn one_bucket_table_matches_the_model(
                             0
                         };
                         if before + units > limit {
-                            let busy = outcome.unwrap_err().busy().unwrap();
+                            let busy = outcome.unwrap_err();
                             prop_assert_eq!(
-                                (busy.in_flight(), busy.remaining()),
-                                (before, limit - before)
+                                busy,
+                                AcquireError::Busy {
+                                    limit,
+                                    in_flight: before,
+                                    requested: units,
+                                    queued: false,
+                                }
                             );
+                            prop_assert_eq!(busy.remaining(), Some(limit - before));
                         } else {
                             let permit = outcome.unwrap();
                             prop_assert!(!permit.is_untracked());
@@ -315,7 +323,7 @@ fn one_bucket_table_matches_the_model(
                         held.push((key, false, permit));
                     }
                     None => {
-                        prop_assert_eq!(outcome.unwrap_err(), KeyedTryAcquireError::TableFull);
+                        prop_assert_eq!(outcome.unwrap_err(), AcquireError::TableFull);
                         refused += 1;
                     }
                 }
@@ -412,7 +420,7 @@ fn threads_never_exceed_the_limit<M: KeyMode<u64>>(
                     random ^= random << 17;
                     random
                 };
-                let mut held: Vec<(u64, KeyedPermit<'_, u64, M>)> = Vec::new();
+                let mut held: Vec<(u64, Permit<'_, KeyedInFlightLimiter<u64, M>>)> = Vec::new();
                 for _ in 0..rounds {
                     let key = next() % keys;
                     let units = 1 + next() % 2;
