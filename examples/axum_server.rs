@@ -35,7 +35,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use nanolimit::http::{HeaderKey, HeaderOptions, PeerIp, RateLimitLayer, Rejection, RequestHead};
-use nanolimit::{Gcra, KeyedLimiter, SlidingWindow, Tier};
+use nanolimit::{Gcra, KeyedLimiter, SlidingWindow};
 use std::error::Error;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -50,8 +50,8 @@ type ApiLimiter = KeyedLimiter<[u8], SlidingWindow>;
 /// The layer in front of one `/api` route: keyed by `x-api-key`, the plan chosen per request.
 fn api_layer(
     limiter: &Arc<ApiLimiter>,
-    free: Tier<SlidingWindow>,
-    paid: Tier<SlidingWindow>,
+    free: SlidingWindow,
+    paid: SlidingWindow,
     headers: HeaderOptions,
 ) -> RateLimitLayer<ApiLimiter, HeaderKey, SlidingWindow> {
     let api_key = HeaderKey::new(HeaderName::from_static("x-api-key")).max_bytes(64);

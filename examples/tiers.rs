@@ -9,7 +9,7 @@
 //! A tier is made once, from the limiter that uses it (`limiter.tier(quota)`), and passed with
 //! each request (`Request::new().tier(tier)`). A key that changes plan keeps its counts.
 
-use nanolimit::{KeyedLimiter, Request, SlidingWindow, Tier};
+use nanolimit::{KeyedLimiter, Request, SlidingWindow};
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -21,7 +21,7 @@ enum Plan {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The table's own quota is the free plan's; keys are API keys (any `Hash` type; `str` here).
     let limiter = KeyedLimiter::<str, _>::new(SlidingWindow::per_minute(5)?, 10_000)?;
-    let tiers: HashMap<Plan, Tier<SlidingWindow>> = HashMap::from([
+    let tiers: HashMap<Plan, SlidingWindow> = HashMap::from([
         (Plan::Free, limiter.tier(SlidingWindow::per_minute(5)?)?),
         (Plan::Pro, limiter.tier(SlidingWindow::per_minute(50)?)?),
     ]);

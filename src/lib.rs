@@ -14,7 +14,7 @@
 //!   from the caller as a [`Timestamp`].
 //!
 //! Each operation has a shorthand for the common case and a full form taking a [`Request`]
-//! (cost, caller-supplied time, [`Tier`]); checks also have an infallible packet-loop form:
+//! (cost, caller-supplied time, [tier](Request::tier)); checks also have an infallible packet-loop form:
 //!
 //! | operation | direct: shorthand / full form | keyed: shorthand / full form |
 //! |---|---|---|
@@ -122,7 +122,7 @@ pub use clock::{Clock, ManualClock, Timestamp, TimestampError};
 pub use composite::Composite;
 pub use engine::decision::{Decision, RateLimitHeaders};
 pub use engine::error::{BuildError, RequestError};
-pub use engine::request::{Request, Tier};
+pub use engine::request::Request;
 pub use engine::stats::Stats;
 #[cfg(feature = "std")]
 pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};

@@ -1,5 +1,5 @@
 //! What the full form of every operation takes: a [`Request`] (cost, caller-supplied time, tier)
-//! and the [`Tier`] handle a request may carry.
+//! and the tier (a quota in the limiter's units) a request may carry.
 
 use crate::clock::{Clock, Timestamp};
 use crate::engine::error::RequestError;
@@ -38,7 +38,7 @@ use core::time::Duration;
 pub struct Request<Q> {
     pub(crate) cost: u64,
     pub(crate) at: Option<Timestamp>,
-    pub(crate) tier: Option<Tier<Q>>,
+    pub(crate) tier: Option<Q>,
     pub(crate) max_wait: Option<Duration>,
     pub(crate) jitter: Duration,
 }
@@ -104,7 +104,29 @@ impl<Q> Request<Q> {
 }
 
 impl<Q: Quota> Request<Q> {
-    /// Judged under `tier`'s quota instead of the limiter's (the state is the same).
+    /// Judged under the quota `tier` instead of the limiter's: a per-client tier (free, paid),
+    /// or a quota that changes at runtime. The state is the same.
+    ///
+    /// A tier is made once by the limiter that uses it (its `tier(quota)`, e.g.
+    /// [`Limiter::tier`](crate::Limiter::tier)), which expresses the quota in that limiter's
+    /// state units, so checks under it pay nothing extra; a quota in other units is refused
+    /// with [`RequestError::ForeignTier`]. A key's state carries over from one tier to another:
+    /// GCRA keeps the debt a key has run up in time (the new rate and burst apply from the next
+    /// check), windows keep their counts (the new limit applies at once).
+    ///
+    /// - GCRA tiers may have any rate. One whose emission interval is a whole number of
+    ///   nanoseconds shares the limiter's units whenever the limiter's does; otherwise it is
+    ///   expressed in the limiter's ticks, its interval rounded up to a whole tick (a tick is at
+    ///   most 1/8 ns: relative rate error below 1/(8 × interval in ns), never faster than
+    ///   configured).
+    /// - Window tiers must have the limiter's window length
+    ///   ([`QuotaError::IncompatibleQuota`]).
+    ///
+    /// A GCRA state written under a tier with a larger burst may run further ahead of the time
+    /// it was written than the limiter's own burst allows. Making or using a tier tells the
+    /// limiter so, and its decisions then count the wait from the true time rather than
+    /// mistaking such a state for a reading from the past
+    /// ([readings behind the state](crate::quota#readings-behind-the-state)).
     ///
     /// ```
     /// use nanolimit::{Gcra, Limiter, ManualClock, Request};
@@ -116,7 +138,7 @@ impl<Q: Quota> Request<Q> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub const fn tier(mut self, tier: Tier<Q>) -> Self {
+    pub const fn tier(mut self, tier: Q) -> Self {
         self.tier = Some(tier);
         self
     }
@@ -183,67 +205,12 @@ impl<Q> Default for Request<Q> {
     }
 }
 
-/// A quota validated for use on one limiter's state, for [`Request::tier`]: a per-client tier
-/// (free, paid), or a quota that changes at runtime.
-///
-/// Made by the limiter that will use it ([`Limiter::tier`](crate::Limiter::tier),
-/// [`KeyedLimiter::tier`](crate::KeyedLimiter::tier)), once: the quota is expressed in that
-/// limiter's state units then, so checks under it pay nothing extra. A key's state carries over
-/// from one tier to another: GCRA keeps the debt a key has run up in time (the new rate and
-/// burst apply from the next check), windows keep their counts (the new limit applies at once).
-///
-/// - GCRA tiers may have any rate. One whose emission interval is a whole number of nanoseconds
-///   shares the limiter's units whenever the limiter's does; otherwise it is expressed in the
-///   limiter's ticks, its interval rounded up to a whole tick (a tick is at most 1/8 ns:
-///   relative rate error below 1/(8 × interval in ns), never faster than configured).
-/// - Window tiers must have the limiter's window length ([`QuotaError::IncompatibleQuota`]).
-///
-/// A GCRA state written under a tier with a larger burst may run further ahead of the time it
-/// was written than the limiter's own burst allows. Making or using a tier tells the limiter so,
-/// and its decisions then count the wait from the true time rather than mistaking such a state
-/// for a reading from the past ([readings behind the state](crate::quota#readings-behind-the-state)).
-///
-/// ```
-/// use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request};
-///
-/// let limiter = KeyedLimiter::builder(Gcra::per_second(1)?)
-///     .clock(ManualClock::new())
-///     .build()?;
-/// let paid = limiter.tier(Gcra::per_second(5)?)?;
-/// assert!(limiter.check(&"free-user").is_allowed());
-/// assert!(limiter.check(&"free-user").is_denied());
-/// for _ in 0..5 {
-///     assert!(limiter.check_with(&"paid-user", Request::new().tier(paid))?.is_allowed());
-/// }
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Tier<Q> {
-    quota: Q,
-}
-
-impl<Q: Quota> Tier<Q> {
-    /// `quota`, expressed in the units of a limiter whose quota is `base` and judging lead is
-    /// `lead` (raised to the tier's).
-    pub(crate) fn new(quota: Q, base: &Q, lead: &JudgingLead) -> Result<Tier<Q>, QuotaError> {
-        let quota = quota.rebase(base)?;
-        lead.raise(&quota);
-        Ok(Tier { quota })
-    }
-
-    /// The tier's quota, as the limiter applies it (in the limiter's units).
-    ///
-    /// ```
-    /// use nanolimit::{Gcra, KeyedLimiter};
-    ///
-    /// let limiter = KeyedLimiter::<u64, _>::new(Gcra::per_second(10)?, 100)?;
-    /// let tier = limiter.tier(Gcra::per_minute(6_000)?)?;
-    /// assert_eq!(tier.quota().limit(), 6_000);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn quota(&self) -> &Q {
-        &self.quota
-    }
+/// `quota`, expressed in the units of a limiter whose quota is `base` and judging lead is
+/// `lead` (raised to the tier's): a tier for that limiter (see [`Request::tier`]).
+pub(crate) fn tier<Q: Quota>(quota: Q, base: &Q, lead: &JudgingLead) -> Result<Q, QuotaError> {
+    let quota = quota.rebase(base)?;
+    lead.raise(&quota);
+    Ok(quota)
 }
 
 /// A request resolved against a limiter: the quota to apply, a cost it can admit, and the time
@@ -270,10 +237,10 @@ impl<Q: Quota> Request<Q> {
     ) -> Result<Resolved<Q>, RequestError> {
         let quota = match self.tier {
             None => *base,
-            Some(tier) if tier.quota.shares_units_with(base) => {
+            Some(tier) if tier.shares_units_with(base) => {
                 // A tier made by another limiter with the same units raises this one's lead.
-                lead.raise(&tier.quota);
-                tier.quota
+                lead.raise(&tier);
+                tier
             }
             Some(_) => return Err(RequestError::ForeignTier),
         };

@@ -7,7 +7,6 @@ use super::service::RateLimitService;
 use crate::clock::Clock;
 #[cfg(feature = "tokio")]
 use crate::engine::request::Request as LimitRequest;
-use crate::engine::request::Tier;
 use crate::engine::stats::Stats;
 use crate::limiter::counters::stripes::Stripes;
 use crate::limiter::counters::Counting;
@@ -25,7 +24,7 @@ use tower_layer::Layer;
 pub(super) static SHADOW_MARK: HeaderName = HeaderName::from_static("ratelimit-shadow");
 
 type CostFn = Arc<dyn Fn(&RequestHead<'_>) -> u64 + Send + Sync>;
-type TierFn<Q> = Arc<dyn Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync>;
+type TierFn<Q> = Arc<dyn Fn(&RequestHead<'_>) -> Option<Q> + Send + Sync>;
 type RejectionFn = Arc<dyn Fn(&Rejection, Response<String>) -> Response<String> + Send + Sync>;
 
 /// What the layer does with a request the limit rejects ([`RateLimitLayer::mode`]).
@@ -327,7 +326,7 @@ where
     /// Make the tiers once with the limiter's `tier`.
     pub fn tier(
         self,
-        tier: impl Fn(&RequestHead<'_>) -> Option<Tier<Q>> + Send + Sync + 'static,
+        tier: impl Fn(&RequestHead<'_>) -> Option<Q> + Send + Sync + 'static,
     ) -> Self {
         self.configure(|shared| shared.tier = Some(Arc::new(tier)))
     }

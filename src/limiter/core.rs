@@ -8,7 +8,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::engine::decision::{Decision, Judged, Outcome};
 use crate::engine::error::RequestError;
 use crate::engine::operation::{Consume, Operation};
-use crate::engine::request::{JudgingLead, Request, Resolved, Tier};
+use crate::engine::request::{self, JudgingLead, Request, Resolved};
 use crate::quota::{Quota, QuotaError};
 use crate::store::Store;
 
@@ -39,8 +39,8 @@ impl<Q: Quota, S: Store, C: Clock, N: Counting> Core<Q, S, C, N> {
 
     /// `quota` made ready for requests to this limiter: validated and expressed in its state's
     /// units once, here.
-    pub(crate) fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
-        Tier::new(quota, &self.quota, &self.lead)
+    pub(crate) fn tier(&self, quota: Q) -> Result<Q, QuotaError> {
+        request::tier(quota, &self.quota, &self.lead)
     }
 
     /// The quota, cost and time of `request` on this limiter, or why it can never pass.

@@ -10,7 +10,7 @@ use super::reservation::Reservation;
 use crate::clock::{Clock, DefaultClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
-use crate::engine::request::{Request, Tier};
+use crate::engine::request::Request;
 use crate::engine::stats::Stats;
 use crate::quota::{Gcra, Quota, QuotaError};
 use crate::store::word::Word;
@@ -204,7 +204,7 @@ impl<Q: Quota, C: Clock, N: Counting> Limiter<Q, C, N> {
     /// assert!(limiter.check().is_denied());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
+    pub fn tier(&self, quota: Q) -> Result<Q, QuotaError> {
         self.core.tier(quota)
     }
 

@@ -52,7 +52,7 @@ use super::reservation::Reservation;
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
-use crate::engine::request::{Request, Tier};
+use crate::engine::request::Request;
 use crate::engine::stats::Stats;
 use crate::quota::{Gcra, Quota, QuotaError};
 use crate::store::table::{Located, SlotOps, Table};
@@ -222,7 +222,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     }
 
     /// `quota` made ready for requests to this limiter ([`Request::tier`]): validated and
-    /// expressed in its state's units once, here. See [`Tier`] for how a key's state carries
+    /// expressed in its state's units once, here. See [`Request::tier`] for how a key's state carries
     /// over between tiers.
     ///
     /// ```
@@ -237,7 +237,7 @@ impl<K: ?Sized, Q: Quota, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, 
     /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
+    pub fn tier(&self, quota: Q) -> Result<Q, QuotaError> {
         self.core.tier(quota)
     }
 

@@ -7,7 +7,7 @@
 //! read-mostly cache line apart from the state's. A change is rare and takes a lock; a check
 //! never does, and waits only while a change is being written (seven stores).
 //!
-//! The state carries over as it does between [tiers](crate::Tier): GCRA keeps the debt a
+//! The state carries over as it does between [tiers](crate::Request::tier): GCRA keeps the debt a
 //! state has run up in time (the new rate and burst apply from the next check), window quotas
 //! keep their counts (the new limit applies at once). So a new quota is validated as a tier is:
 //! expressed in the state's units (those of the quota the limiter was built with), and refused
@@ -20,7 +20,7 @@ use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
 use crate::engine::operation::Consume;
-use crate::engine::request::{Request, Tier};
+use crate::engine::request::Request;
 use crate::limiter::core::Core;
 use crate::limiter::counters::NoCounters;
 use crate::quota::Quota;
@@ -111,7 +111,7 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
         }
     }
 
-    /// The quota checks apply now, in the state's units (as [`Tier::quota`]).
+    /// The quota checks apply now, in the state's units (as a [tier](Request::tier) is).
     ///
     /// ```
     /// use nanolimit::{Gcra, LiveLimiter};
@@ -134,7 +134,7 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// window length ([`QuotaError::IncompatibleQuota`]), or a GCRA quota whose burst does not
     /// fit the state's scale (as [`Limiter::tier`](crate::Limiter::tier)). Raising a GCRA burst also raises how far
     /// ahead of the time it was written the limiter accepts a state to be, for good (see
-    /// [`Tier`]).
+    /// [`Request::tier`]).
     ///
     /// ```
     /// use nanolimit::{FixedWindow, LiveLimiter, ManualClock, QuotaError};
@@ -166,7 +166,7 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
         // Validated and rebased as a tier is, which raises the judging lead before any state
         // is written under the new quota (the cell's Release stores publish the raise).
         let tier = self.core.tier(quota)?;
-        self.current.store(tier.quota());
+        self.current.store(&tier);
         Ok(())
     }
 
@@ -203,7 +203,7 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// assert!(limiter.check_with(Request::cost(8).tier(bulk))?.is_allowed());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn tier(&self, quota: Q) -> Result<Tier<Q>, QuotaError> {
+    pub fn tier(&self, quota: Q) -> Result<Q, QuotaError> {
         self.core.tier(quota)
     }
 

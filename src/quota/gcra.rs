@@ -223,7 +223,7 @@ impl Gcra {
     /// [`is_unlimited`](Self::is_unlimited).
     ///
     /// Made or used as a tier, it raises the limiter's judging lead to its tolerance (about
-    /// 9 years; see [`Tier`](crate::Tier)): a reading behind a key's state is then judged at the
+    /// 9 years; see [`Request::tier`](crate::Request::tier)): a reading behind a key's state is then judged at the
     /// reading, not at the earliest time the state can have been written, so a denial after a
     /// clock stepped back reports a wait counted from the reading (longer, never shorter).
     ///

@@ -6,7 +6,7 @@
 //! second of their two buckets, and share one-byte lookup hints.
 //!
 //! The model uses the public [`Quota`] step function on an entry defaulting to
-//! [`Quota::FRESH`], under the quota a tier applies ([`Tier::quota`]); so these tests check the
+//! [`Quota::FRESH`], under the quota a tier applies ([`Request::tier`]); so these tests check the
 //! table (lookup, insert, tiers, the decision it builds), not the quotas, which are tested on
 //! their own. Tiers are made once per test case, by a table of the same quota, and used on every
 //! table of the case.
@@ -15,7 +15,7 @@ use crate::common::keyed::{clock_at, table, TableShape};
 use crate::common::SECOND_NS;
 use nanolimit::{
     Clock, Decision, Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota,
-    QuotaError, Request, RequestError, SlidingWindow, Step, Tier, Timestamp,
+    QuotaError, Request, RequestError, SlidingWindow, Step, Timestamp,
 };
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -188,7 +188,7 @@ fn run_against_model<Q: Quota + PartialEq, M: KeyMode<u64>>(
     limiter: &KeyedLimiter<u64, Q, ManualClock, M>,
     shape: ModelShape,
     clock: &ManualClock,
-    tiers: &[Tier<Q>],
+    tiers: &[Q],
     events: &[Event],
 ) -> Result<(), TestCaseError> {
     let table_quota = *limiter.quota();
@@ -220,20 +220,20 @@ fn run_against_model<Q: Quota + PartialEq, M: KeyMode<u64>>(
             ),
             Operation::CheckWith(tier_index) => {
                 let tier = tiers[tier_index % tiers.len()];
-                model.use_tier(tier.quota());
+                model.use_tier(&tier);
                 (
                     limiter.check_with(&key, request.tier(tier)),
-                    model.apply(key, event.cost, tier.quota(), now, true),
-                    *tier.quota(),
+                    model.apply(key, event.cost, &tier, now, true),
+                    tier,
                 )
             }
             Operation::PeekWith(tier_index) => {
                 let tier = tiers[tier_index % tiers.len()];
-                model.use_tier(tier.quota());
+                model.use_tier(&tier);
                 (
                     limiter.peek_with(&key, request.tier(tier)),
-                    model.apply(key, event.cost, tier.quota(), now, false),
-                    *tier.quota(),
+                    model.apply(key, event.cost, &tier, now, false),
+                    tier,
                 )
             }
             Operation::Remove => unreachable!("handled above"),
@@ -323,7 +323,7 @@ fn events(limit: u64, tiers: usize, scale_ns: u64) -> impl Strategy<Value = Vec<
 /// Runs one schedule on a table of key mode `M` of each shape, each against its own model.
 fn check_every_shape<Q: Quota + PartialEq, M: KeyMode<u64>>(
     quota: Q,
-    tiers: &[Tier<Q>],
+    tiers: &[Q],
     start_ns: u64,
     seed: u64,
     events: &[Event],
@@ -350,7 +350,7 @@ fn check_both_key_modes<Q: Quota + PartialEq>(
     events: &[Event],
 ) -> Result<(), TestCaseError> {
     let maker = table::<Hashed, Q>(quota, TableShape::capacity(1), &ManualClock::new());
-    let tiers: Vec<Tier<Q>> = tier_quotas
+    let tiers: Vec<Q> = tier_quotas
         .iter()
         .map(|&tier_quota| maker.tier(tier_quota).unwrap())
         .collect();

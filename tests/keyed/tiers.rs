@@ -35,7 +35,7 @@ fn tier_and_direct_admissions(
     duration_ns: u64,
 ) -> (u64, u64) {
     let tier = limiter.tier(quota).unwrap();
-    let same_units = *tier.quota() == quota;
+    let same_units = tier == quota;
     let direct = Limiter::with_clock(quota, ManualClock::new());
     let (mut keyed_admitted, mut direct_admitted) = (0u64, 0u64);
     let mut now_ns = MILLISECOND_NS / 2;
@@ -99,7 +99,7 @@ fn a_tier_decision_reports_the_tier() {
     let premium_quota = Gcra::per_second(100).unwrap();
     let premium = limiter.tier(premium_quota).unwrap();
     // A whole-nanosecond interval on a whole-nanosecond table: the quota as is.
-    assert_eq!(premium.quota(), &premium_quota);
+    assert_eq!(premium, premium_quota);
     let decision = limiter
         .check_with(&1, Request::new().tier(premium))
         .unwrap();
@@ -315,7 +315,7 @@ fn a_reused_tier_decides_the_same<Q: Quota + PartialEq>(
     let clock = ManualClock::new();
     let limiter = hashed(table_quota, 100, &clock);
     let tier = limiter.tier(quota).unwrap();
-    assert_eq!(limiter.tier(*tier.quota()).unwrap(), tier);
+    assert_eq!(limiter.tier(tier).unwrap(), tier);
     for (step, &now_ns) in times_ns.iter().enumerate() {
         let cost = 1 + step as u64 % quota.limit();
         let afresh = limiter.tier(quota).unwrap();
@@ -470,7 +470,7 @@ fn a_peek_under_a_tier_reports_the_tier_and_inserts_nothing<
         let peeked = limiter.peek_with(&9, Request::new().tier(tier)).unwrap();
         assert!(peeked.is_allowed());
         assert!(!peeked.is_untracked());
-        assert_eq!(peeked.quota(), tier.quota());
+        assert_eq!(peeked.quota(), &tier);
         assert_eq!(peeked.limit(), limit);
         assert_eq!(peeked.remaining(), limit);
         assert_eq!(peeked.cost(), 1);
