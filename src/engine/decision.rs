@@ -1,7 +1,7 @@
 //! The result of every check and peek, of every limiter: the one [`Decision`], with everything
 //! a caller needs to answer a client; and [`Judged`], what a store found, that it is made from.
 
-use super::judge::{Judge, LogFigures, Member, Observed};
+use super::judge::{Judge, LogFigures, Observed};
 use crate::clock::Timestamp;
 use crate::quota::sliding_log::SlidingLog;
 use crate::quota::Quota;
@@ -38,12 +38,12 @@ use core::time::Duration;
 #[derive(Debug, Clone, Copy)]
 #[must_use = "a decision says whether the request may proceed"]
 pub struct Decision<Q: Judge> {
-    allowed: bool,
-    entry: Entry,
-    cost: u64,
+    pub(super) allowed: bool,
+    pub(super) entry: Entry,
+    pub(super) cost: u64,
     /// What the decision keeps of the state it was made on, to report from when asked.
-    basis: Q::Basis,
-    quota: Q,
+    pub(super) basis: Q::Basis,
+    pub(super) quota: Q,
 }
 
 /// Whether the decision was made on a state the limiter keeps.
@@ -414,40 +414,6 @@ impl<Q: Judge> Decision<Q> {
     #[inline]
     pub(crate) fn basis(&self) -> &Q::Basis {
         &self.basis
-    }
-
-    /// This decision as a composite keeps it for its member.
-    #[inline]
-    pub(crate) fn as_member(&self) -> Member<Q> {
-        Member {
-            allowed: self.allowed,
-            entry: self.entry,
-            basis: self.basis,
-        }
-    }
-
-    /// A member's decision of `cost` under `quota`, as a composite kept it.
-    #[inline]
-    pub(crate) fn of_member(quota: Q, member: Member<Q>, cost: u64) -> Self {
-        Decision {
-            allowed: member.allowed,
-            entry: member.entry,
-            cost,
-            basis: member.basis,
-            quota,
-        }
-    }
-
-    /// A decision made on `basis` under `quota`, on a state the limiter keeps.
-    #[inline]
-    pub(crate) fn composite(allowed: bool, cost: u64, quota: Q, basis: Q::Basis) -> Self {
-        Decision {
-            allowed,
-            entry: Entry::Tracked,
-            cost,
-            basis,
-            quota,
-        }
     }
 
     /// The quota the decision was made under (the request's tier, if it had one; a tuple of the

@@ -9,3 +9,4 @@ pub(crate) mod judge;
 pub(crate) mod operation;
 pub(crate) mod request;
 pub(crate) mod stats;
+pub(crate) mod tuple;

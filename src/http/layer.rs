@@ -3,7 +3,6 @@
 use super::headers::HeaderOptions;
 use super::key::{KeyExtractor, RequestHead};
 use super::rejection::Rejection;
-use super::service::RateLimitService;
 use crate::clock::Clock;
 #[cfg(feature = "tokio")]
 use crate::engine::request::Request as LimitRequest;
@@ -18,7 +17,6 @@ use core::fmt;
 use http::header::HeaderName;
 use http::{Response, StatusCode};
 use std::sync::Arc;
-use tower_layer::Layer;
 
 /// Marks a response that shadow mode let through although the limit would have rejected it.
 pub(super) static SHADOW_MARK: HeaderName = HeaderName::from_static("ratelimit-shadow");
@@ -205,7 +203,7 @@ impl<L, X: KeyExtractor, Q: Quota> Clone for Shared<L, X, Q> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RateLimitLayer<L, X: KeyExtractor, Q: Quota> {
-    shared: Arc<Shared<L, X, Q>>,
+    pub(super) shared: Arc<Shared<L, X, Q>>,
 }
 
 impl<L, X: KeyExtractor, Q: Quota> Clone for RateLimitLayer<L, X, Q> {
@@ -445,16 +443,5 @@ where
             reserve: reserve::<L, X::Key>,
         };
         self.configure(|shared| shared.delay = Some(delay))
-    }
-}
-
-impl<S, L, X: KeyExtractor, Q: Quota> Layer<S> for RateLimitLayer<L, X, Q> {
-    type Service = RateLimitService<S, L, X, Q>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        RateLimitService {
-            inner,
-            shared: Arc::clone(&self.shared),
-        }
     }
 }

@@ -5,7 +5,7 @@
 use super::future::merge_headers;
 use super::future::ResponseFuture;
 use super::key::{KeyExtractor, RequestHead};
-use super::layer::{LayerEvent, Mode, Shared, SHADOW_MARK};
+use super::layer::{LayerEvent, Mode, RateLimitLayer, Shared, SHADOW_MARK};
 use super::rejection::Rejection;
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
@@ -17,6 +17,7 @@ use core::task::{Context, Poll};
 use http::header::{HeaderMap, HeaderValue};
 use http::{Request, Response, StatusCode};
 use std::sync::Arc;
+use tower_layer::Layer;
 use tower_service::Service;
 
 /// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around another: it judges
@@ -378,6 +379,17 @@ where
                 };
                 ResponseFuture::held(Box::pin(async move { Box::new(held.await) }))
             }
+        }
+    }
+}
+
+impl<S, L, X: KeyExtractor, Q: Quota> Layer<S> for RateLimitLayer<L, X, Q> {
+    type Service = RateLimitService<S, L, X, Q>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimitService {
+            inner,
+            shared: Arc::clone(&self.shared),
         }
     }
 }

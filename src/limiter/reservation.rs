@@ -2,8 +2,6 @@
 
 use super::core::Core;
 use super::counters::Counting;
-#[cfg(feature = "std")]
-use super::wait::block_until_start;
 use crate::clock::{Clock, Timestamp};
 use crate::engine::decision::Decision;
 use crate::engine::error::RequestError;
@@ -314,16 +312,6 @@ impl<Q: Reservable, S: Store, C: Clock, N: Counting> Core<Q, S, C, N> {
         };
         let (quota, cost) = (&resolved.quota, resolved.cost);
         Ok(self.reserve(at, quota, cost, resolved.at, max_wait_ticks))
-    }
-
-    /// Blocks until `request` for the key at `at` may start (plus its jitter): the start.
-    #[cfg(feature = "std")]
-    pub(crate) fn wait_with(
-        &self,
-        at: S::At,
-        request: Request<Q>,
-    ) -> Result<Timestamp, RequestError> {
-        block_until_start(self.reserve_with(at, request), request.jitter, &self.clock)
     }
 
     /// The core every reservation funnels into: `cost` at the reading `reading`, waiting at

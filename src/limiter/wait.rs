@@ -1,10 +1,26 @@
 //! Waiting for a reservation's start: what a wait returns when it cannot, and its jitter.
 
+use super::core::Core;
+use super::counters::Counting;
 use super::reservation::{Outcome, Reservation};
 use crate::clock::{Clock, Timestamp};
 use crate::engine::error::RequestError;
+use crate::engine::request::Request;
+use crate::quota::Reservable;
+use crate::store::Store;
 use core::cell::Cell;
 use std::time::Duration;
+
+impl<Q: Reservable, S: Store, C: Clock, N: Counting> Core<Q, S, C, N> {
+    /// Blocks until `request` for the key at `at` may start (plus its jitter): the start.
+    pub(crate) fn wait_with(
+        &self,
+        at: S::At,
+        request: Request<Q>,
+    ) -> Result<Timestamp, RequestError> {
+        block_until_start(self.reserve_with(at, request), request.jitter, &self.clock)
+    }
+}
 
 impl Reservation<'_> {
     /// The granted reservation, or why a wait for it cannot start.

@@ -6,7 +6,7 @@
 //! in `protocol.rs`.
 
 use super::choose::{claim, publish};
-use super::protocol::apply_to_slot;
+use super::guarded::apply_to_slot;
 use super::slot::SlotOps;
 use super::{Candidate, Full, Placement, Table, TableEvent, WhenFull};
 use crate::engine::decision::{Judged, Outcome};

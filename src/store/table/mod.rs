@@ -10,6 +10,7 @@
 //! | `placement.rs`, `hints.rs` | where a key may live; one-byte lookup hints |
 //! | `slot.rs` | a slot's identity and state words |
 //! | `protocol.rs` | checks, peeks, undos and removals on shared slots, and why they are ABA-free |
+//! | `guarded.rs` | the driver applied to a slot behind its identity re-check |
 //! | `insert.rs` | the one insert protocol, for every kind of state: the survey, the claim, the publication |
 //! | `choose.rs` | where a new key goes: the survey of its slots |
 //! | `lowered.rs` | the slots whose words an undo lowered, judged by the highest word they held |
@@ -30,6 +31,7 @@
 //! ABA (in these docs with `cargo doc --document-private-items`); `loom-tests/` model-checks it.
 
 mod choose;
+mod guarded;
 mod hints;
 mod insert;
 mod key;

@@ -154,13 +154,14 @@
 //! key's state, by any amount, is judged in that state, so it neither reclaims a live entry nor
 //! writes a smaller word.
 
+use super::guarded::apply_to_slot;
 use super::insert::StepInsertion;
 use super::key::Located;
 use super::placement::Placement;
 use super::slot::{SlotOps, RESERVED};
 use super::{Candidate, Full, SlotPosition, Table, WhenFull};
 use crate::engine::decision::{Judged, Outcome};
-use crate::engine::driver::{self, Applied, Attempt};
+use crate::engine::driver::{self, Attempt};
 use crate::engine::operation::Operation;
 use crate::quota::{SlotState, Step};
 use crate::store::KeyIdentity;
@@ -465,48 +466,5 @@ impl<Q: SlotState, O: Operation<Q>> Operation<Q> for Recording<'_, O> {
     fn step(&self, quota: &Q, state: u64, now: Q::Instant, cost: u64) -> Step {
         self.replaced.set(state);
         self.undo.step(quota, state, now, cost)
-    }
-}
-
-/// Runs the shared CAS driver on a slot found holding `identity` with state `observed`: an
-/// [`Outcome::Allowed`] or [`Outcome::Denied`] judgement. Returns `None` if the slot was
-/// reassigned to another key before our update landed.
-#[inline]
-pub(super) fn apply_to_slot<S: SlotOps, Q: SlotState>(
-    operation: impl Operation<Q>,
-    slot: &S,
-    identity: &S::Identity,
-    mut observed: u64,
-    quota: &Q,
-    cost: u64,
-    now: Q::Instant,
-) -> Option<Judged<Q::Instant>> {
-    // `find` already checked the identity for the first observed value; after a lost race, or
-    // a denial the state did not confirm, the new value may belong to another key.
-    let mut identity_checked = true;
-    loop {
-        let guard = |state: u64| {
-            if !identity_checked && (state >= RESERVED || !slot.holds(identity)) {
-                return None;
-            }
-            identity_checked = false;
-            Some(operation.step(quota, state, now, cost))
-        };
-        match driver::apply(slot.state(), observed, guard) {
-            Applied::Allowed { current } => {
-                return Some(Judged::new(Outcome::Allowed, current, now));
-            }
-            Applied::Denied {
-                observed: denied_on,
-            } if slot.unchanged_since(denied_on) => {
-                return Some(Judged::new(Outcome::Denied, denied_on, now));
-            }
-            Applied::Denied { .. } => {
-                // ORDERING: Acquire, as the lookup's load: the identity is checked against
-                // this value next.
-                observed = slot.state().load(Ordering::Acquire);
-            }
-            Applied::Aborted => return None,
-        }
     }
 }
