@@ -20,7 +20,7 @@ use std::sync::Arc;
 use tower_layer::Layer;
 use tower_service::Service;
 
-/// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around another: it judges
+/// The service a [`RateLimitLayer`] wraps around another: it judges
 /// each request, then passes it on to the inner service, answers it itself (429, with the
 /// rate-limit headers and `Retry-After`), or, in delay mode, holds it.
 ///
