@@ -228,6 +228,19 @@ pub enum BuildError {
 
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(written) = self.fmt_lease(f) {
+            return written;
+        }
+        if let Some(written) = self.fmt_integration(f) {
+            return written;
+        }
+        self.fmt_size(f)
+    }
+}
+
+impl BuildError {
+    /// The message of a limit, table or allocation that cannot be.
+    fn fmt_size(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BuildError::ZeroLimit => f.write_str("a limit of zero: nothing could ever pass"),
             BuildError::LimitTooLarge { limit, max } => {
@@ -252,50 +265,66 @@ impl fmt::Display for BuildError {
                 "a keyed in-flight limiter cannot evict entries with units in flight: \
                  use WhenFull::Deny or WhenFull::Allow",
             ),
-            BuildError::StripeCount { stripes, max } => {
-                write!(f, "a striped limiter needs 1 to {max} stripes, not {stripes}")
-            }
-            BuildError::LeaseUnits {
-                min_units,
-                max_units,
-            } => write!(
-                f,
-                "lease sizes {min_units}..={max_units} are not a range of at least one unit"
-            ),
-            BuildError::LeaseAboveBurst { max_units, burst } => write!(
-                f,
-                "a lease of {max_units} units exceeds the quota's burst of {burst}: it could never be granted"
-            ),
-            BuildError::LeaseTooLarge { max_units, max } => write!(
-                f,
-                "a lease of {max_units} units exceeds the {max} a lease holds"
-            ),
-            BuildError::LeaseLifetime { lifetime, min, max } => write!(
-                f,
-                "a lease lifetime of {} is outside {} to {}",
-                HumanDuration(*lifetime),
-                HumanDuration(*min),
-                HumanDuration(*max)
-            ),
-            BuildError::ZeroTimeout => {
-                f.write_str("a Redis limiter's timeout is zero: every call would fall back")
-            }
-            BuildError::EpochTooLate { epoch_unix_seconds } => write!(
-                f,
-                "an epoch of {epoch_unix_seconds} Unix seconds is too late (seconds, not milliseconds?)"
-            ),
-            BuildError::Connection { message } => write!(f, "Redis connection: {message}"),
-            BuildError::NoRuntime => f.write_str(
-                "background refills need a tokio runtime: build within one, or turn them off",
-            ),
-            BuildError::InvalidPolicyName { name } => write!(
-                f,
-                "a rate-limit policy name must be non-empty printable ASCII, not {name:?}"
-            ),
-            BuildError::InvalidPrefixLength { bits, max } => {
-                write!(f, "an IPv6 prefix of {bits} bits is longer than the {max} of an address")
-            }
+            _ => f.write_str("the limiter could not be built"),
         }
+    }
+
+    /// The message of a stripe or lease configuration that cannot work, if this is one.
+    fn fmt_lease(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
+        Some(match self {
+                BuildError::StripeCount { stripes, max } => {
+                    write!(f, "a striped limiter needs 1 to {max} stripes, not {stripes}")
+                }
+                BuildError::LeaseUnits {
+                    min_units,
+                    max_units,
+                } => write!(
+                    f,
+                    "lease sizes {min_units}..={max_units} are not a range of at least one unit"
+                ),
+                BuildError::LeaseAboveBurst { max_units, burst } => write!(
+                    f,
+                    "a lease of {max_units} units exceeds the quota's burst of {burst}: it could never be granted"
+                ),
+                BuildError::LeaseTooLarge { max_units, max } => write!(
+                    f,
+                    "a lease of {max_units} units exceeds the {max} a lease holds"
+                ),
+                BuildError::LeaseLifetime { lifetime, min, max } => write!(
+                    f,
+                    "a lease lifetime of {} is outside {} to {}",
+                    HumanDuration(*lifetime),
+                    HumanDuration(*min),
+                    HumanDuration(*max)
+                ),
+            _ => return None,
+        })
+    }
+
+    /// The message of an integration (Redis, HTTP) that cannot be set up, if this is one.
+    fn fmt_integration(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
+        Some(match self {
+                BuildError::ZeroTimeout => {
+                    f.write_str("a Redis limiter's timeout is zero: every call would fall back")
+                }
+                BuildError::EpochTooLate { epoch_unix_seconds } => write!(
+                    f,
+                    "an epoch of {epoch_unix_seconds} Unix seconds is too late (seconds, not milliseconds?)"
+                ),
+                BuildError::Connection { message } => write!(f, "Redis connection: {message}"),
+                BuildError::NoRuntime => f.write_str(
+                    "background refills need a tokio runtime: build within one, or turn them off",
+                ),
+                BuildError::InvalidPolicyName { name } => write!(
+                    f,
+                    "a rate-limit policy name must be non-empty printable ASCII, not {name:?}"
+                ),
+                BuildError::InvalidPrefixLength { bits, max } => {
+                    write!(f, "an IPv6 prefix of {bits} bits is longer than the {max} of an address")
+                }
+
+            _ => return None,
+        })
     }
 }
 

@@ -1,6 +1,8 @@
 //! Unit tests of the GCRA quota's constructors and step.
 
 use super::*;
+use crate::quota::reservable::MAX_WAIT_TICKS;
+use crate::quota::Sealed;
 
 #[test]
 fn emission_interval_is_an_exact_number_of_ticks() {

@@ -67,19 +67,28 @@ impl<S: SlotOps> Table<S> {
         identity: Option<&S::Identity>,
         rank: impl Fn(&'table S, SlotPosition, u64) -> Option<u64>,
     ) -> Result<Candidate<'table, S>, Full> {
-        // First pass: the key's own entry (live or removed) and the vacant slots, none of which
-        // needs a rank, found through the hint words: under the insert lock, which every hint
-        // writer holds, a slot's hint byte is the key's hint if it holds that key's entry, and
-        // 0 if it is vacant or holds a removed key's entry. (A lock-free peek names no identity
-        // and reads every slot's state, below.)
-        // The candidate buckets, resolved once for both passes.
-        let table = self;
-        let buckets = placement.buckets();
+        if let Some(candidate) = self.own_or_vacant(placement, identity) {
+            return Ok(candidate);
+        }
+        self.reclaimable_or_closest(placement, rank)
+    }
+
+    /// The first pass: the key's own entry (live or removed) and the vacant slots, none of which
+    /// needs a rank, found through the hint words: under the insert lock, which every hint
+    /// writer holds, a slot's hint byte is the key's hint if it holds that key's entry, and 0
+    /// if it is vacant or holds a removed key's entry. (A lock-free peek names no identity and
+    /// reads every slot's state.)
+    #[inline]
+    fn own_or_vacant<'table>(
+        &'table self,
+        placement: Placement,
+        identity: Option<&S::Identity>,
+    ) -> Option<Candidate<'table, S>> {
         let mut vacant: Option<(SlotPosition, usize)> = None;
         let mut removed: Option<(&'table S, SlotPosition, u64)> = None;
-        for bucket in buckets.clone() {
-            let slots = table.bucket(bucket);
-            let hint_word = table.hint_word(bucket);
+        for bucket in placement.buckets() {
+            let slots = self.bucket(bucket);
+            let hint_word = self.hint_word(bucket);
             if let Some(identity) = identity {
                 for index in HintMatches::of(hint_word, placement.hint) {
                     let slot = &slots[index];
@@ -87,44 +96,12 @@ impl<S: SlotOps> Table<S> {
                     // updates the slot on this observation.
                     let state = slot.state().load(Ordering::Acquire);
                     if state < RESERVED && slot.holds(identity) {
-                        return Ok(Candidate::Holding { slot, state });
+                        return Some(Candidate::Holding { slot, state });
                     }
                 }
             }
-            let mut first_vacant = None;
-            let mut vacant_count = 0;
-            // A lock-free peek reads every slot's state for vacancy: its hint word may already
-            // name a slot whose key is not yet published (its state still `VACANT`), a marker
-            // the second pass must not rank.
-            let maybe_vacant = match identity {
-                Some(_) => HintMatches::of(hint_word, 0),
-                None => HintMatches::ALL,
-            };
-            for index in maybe_vacant {
-                let slot = &slots[index];
-                // ORDERING: Acquire, as above: a vacant slot is only judged here and taken
-                // under the lock; a removed entry's state is the value its claim's CAS
-                // expects.
-                let state = slot.state().load(Ordering::Acquire);
-                if state == VACANT {
-                    first_vacant = first_vacant.or(Some(index));
-                    vacant_count += 1;
-                    continue;
-                }
-                // A removed key's entry: the key's own is retaken, but not in a table that
-                // evicts (an evicted key's words may be above the fresh state the key would
-                // restart from: module docs, "Removal"); there it is ranked as any other entry,
-                // below.
-                if let Some(identity) = identity {
-                    if self.when_full != WhenFull::EvictClosestToFresh
-                        && state < RESERVED
-                        && slot.holds(identity)
-                    {
-                        let at = SlotPosition { bucket, index };
-                        removed = removed.or(Some((slot, at, state)));
-                    }
-                }
-            }
+            let (first_vacant, vacant_count) =
+                self.vacant_or_removed(bucket, hint_word, identity, &mut removed);
             if let Some(index) = first_vacant {
                 if vacant.is_none_or(|(_, most)| vacant_count > most) {
                     vacant = Some((SlotPosition { bucket, index }, vacant_count));
@@ -133,25 +110,80 @@ impl<S: SlotOps> Table<S> {
         }
         // Before a vacant slot: so a key removed again and again keeps one slot.
         if let Some((slot, at, state)) = removed {
-            return Ok(Candidate::Removed { slot, at, state });
+            return Some(Candidate::Removed { slot, at, state });
         }
-        if let Some((at, _)) = vacant {
-            let slot = &table.bucket(at.bucket)[at.index];
-            return Ok(Candidate::Vacant { slot, at });
+        let (at, _) = vacant?;
+        Some(Candidate::Vacant {
+            slot: self.slot_at(at),
+            at,
+        })
+    }
+
+    /// In `bucket` (hint word `hint_word`): its first vacant slot and how many are vacant; and
+    /// the key's own removed entry, into `removed` if none was found before.
+    #[inline]
+    fn vacant_or_removed<'table>(
+        &'table self,
+        bucket: usize,
+        hint_word: u64,
+        identity: Option<&S::Identity>,
+        removed: &mut Option<(&'table S, SlotPosition, u64)>,
+    ) -> (Option<usize>, usize) {
+        let slots = self.bucket(bucket);
+        let mut first_vacant = None;
+        let mut vacant_count = 0;
+        // A lock-free peek reads every slot's state for vacancy: its hint word may already
+        // name a slot whose key is not yet published (its state still `VACANT`), a marker the
+        // second pass must not rank.
+        let maybe_vacant = match identity {
+            Some(_) => HintMatches::of(hint_word, 0),
+            None => HintMatches::ALL,
+        };
+        for index in maybe_vacant {
+            let slot = &slots[index];
+            // ORDERING: Acquire, as above: a vacant slot is only judged here and taken under
+            // the lock; a removed entry's state is the value its claim's CAS expects.
+            let state = slot.state().load(Ordering::Acquire);
+            if state == VACANT {
+                first_vacant = first_vacant.or(Some(index));
+                vacant_count += 1;
+                continue;
+            }
+            // A removed key's entry: the key's own is retaken, but not in a table that evicts
+            // (an evicted key's words may be above the fresh state the key would restart from:
+            // module docs, "Removal"); there it is ranked as any other entry.
+            if let Some(identity) = identity {
+                if self.when_full != WhenFull::EvictClosestToFresh
+                    && state < RESERVED
+                    && slot.holds(identity)
+                {
+                    let at = SlotPosition { bucket, index };
+                    *removed = removed.or(Some((slot, at, state)));
+                }
+            }
         }
-        // Second pass, once every slot is taken: the first entry equivalent to fresh of the
-        // bucket with the most of them, and the live entry soonest fresh. (Under the insert lock
-        // no slot changes hands between the passes; a lock-free peek judges what it reads.)
-        // The running choices are positions and words, not references in options, so that the
-        // loop keeps them in registers; the slot is looked up once, at the end.
+        (first_vacant, vacant_count)
+    }
+
+    /// The second pass, once every slot is taken: the first entry equivalent to fresh of the
+    /// bucket with the most of them, and the live entry soonest fresh. (Under the insert lock
+    /// no slot changes hands between the passes; a lock-free peek judges what it reads.) The
+    /// running choices are positions and words, not references in options, so that the loop
+    /// keeps them in registers; the slot is looked up once, at the end.
+    #[inline]
+    fn reclaimable_or_closest<'table>(
+        &'table self,
+        placement: Placement,
+        rank: impl Fn(&'table S, SlotPosition, u64) -> Option<u64>,
+    ) -> Result<Candidate<'table, S>, Full> {
         let mut reclaimable: Option<(SlotPosition, u64)> = None;
         let mut reclaimable_most = 0;
         // The live entry soonest fresh: position, state, freshness rank.
         let mut closest: Option<(SlotPosition, u64, u64)> = None;
-        for bucket in buckets {
+        for bucket in placement.buckets() {
             let mut first_reclaimable = (0, 0);
             let mut reclaimable_count = 0;
-            for (index, slot) in table.bucket(bucket).iter().enumerate() {
+            for (index, slot) in self.bucket(bucket).iter().enumerate() {
                 // ORDERING: Acquire, as the lock-free lookup's load; these states are only
                 // judged here, and claimed by a CAS that fails if they changed.
                 let state = slot.state().load(Ordering::Acquire);
@@ -181,12 +213,12 @@ impl<S: SlotOps> Table<S> {
             }
         }
         if let Some((at, state)) = reclaimable {
-            let slot = &table.bucket(at.bucket)[at.index];
+            let slot = self.slot_at(at);
             return Ok(Candidate::Reclaimable { slot, at, state });
         }
         match closest {
             Some((at, state, _)) if self.when_full == WhenFull::EvictClosestToFresh => {
-                let slot = &table.bucket(at.bucket)[at.index];
+                let slot = self.slot_at(at);
                 Ok(Candidate::Evictable { slot, at, state })
             }
             closest => Err(Full {

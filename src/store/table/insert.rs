@@ -8,7 +8,7 @@
 use super::choose::{claim, publish};
 use super::guarded::apply_to_slot;
 use super::slot::SlotOps;
-use super::{Candidate, Full, Placement, Table, TableEvent, WhenFull};
+use super::{Candidate, Full, InsertLock, Placement, SlotPosition, Table, TableEvent, WhenFull};
 use crate::engine::decision::{Judged, Outcome};
 use crate::engine::operation::Operation;
 use crate::quota::{SlotState, Step};
@@ -122,42 +122,9 @@ impl<S: SlotOps> Table<S> {
         // for again (the lock-free lookup may have read a stale hint word; the lock makes them
         // exact), in the same survey that chooses a slot for it.
         loop {
-            // A slot an undo lowered is judged by the highest word it held (`lowered.rs`).
-            let lowered = lock.lowered();
-            let rank = |slot: &'table S, at, state| match lowered.is_empty() {
-                true => insertion.rank(slot, state),
-                false => insertion.rank(slot, lowered.judged_word(at, state)),
-            };
-            let (slot, at, taken) = match self.choose_slot(placement, Some(identity), rank) {
-                Ok(Candidate::Holding { slot, state }) => return insertion.found(slot, state),
-                Ok(Candidate::Vacant { slot, at }) => (slot, at, Taken::Vacant),
-                Ok(Candidate::Removed { slot, at, state }) => {
-                    (slot, at, Taken::Removed { previous: state })
-                }
-                Ok(Candidate::Reclaimable { slot, at, state }) => {
-                    let judged = lock.lowered().judged_word(at, state);
-                    let taken = Taken::Reclaimed {
-                        previous: state,
-                        judged,
-                    };
-                    (slot, at, taken)
-                }
-                Ok(Candidate::Evictable { slot, at, state }) => {
-                    let judged = lock.lowered().judged_word(at, state);
-                    let taken = Taken::Evicted {
-                        previous: state,
-                        judged,
-                    };
-                    (slot, at, taken)
-                }
-                Err(full) => {
-                    let event = match self.when_full() {
-                        WhenFull::Allow => TableEvent::UntrackedNewKey,
-                        _ => TableEvent::RefusedNewKey,
-                    };
-                    self.count(&lock, event);
-                    return insertion.full(full, self.when_full());
-                }
+            let (slot, at, taken) = match self.survey(placement, identity, &lock, insertion) {
+                Ok(chosen) => chosen,
+                Err(decided) => return decided,
             };
             match insertion.judge(slot, taken) {
                 Verdict::Take => {}
@@ -175,23 +142,7 @@ impl<S: SlotOps> Table<S> {
                 // The new key starts above every word the slot held: its mark is spent.
                 lock.lowered_mut().clear(at);
             }
-            // A reused entry that was another key's is counted as what reused it; a removed
-            // key's (its hint cleared) was no longer a key's, and counts as an insert only.
-            let event = match taken {
-                Taken::Reclaimed { .. } if !self.is_detached(at) => Some(TableEvent::Reclaim),
-                Taken::Evicted { .. } if !self.is_detached(at) => Some(TableEvent::Eviction),
-                _ => None,
-            };
-            if let Taken::Reclaimed { judged, .. } = taken {
-                // Its key, should it come back with a reading from before its entry became
-                // fresh, must not start over from a fresh state there (nor, for a removed
-                // entry, a key that took it and is removed in turn: `protocol.rs`, "Removal").
-                self.raise_new_key_floor(shard, insertion.fresh_since(slot, judged));
-            }
-            self.count(&lock, TableEvent::Insert);
-            if let Some(event) = event {
-                self.count(&lock, event);
-            }
+            self.count_taken(&lock, at, taken, slot, insertion);
             let (first, decided) = insertion.first(slot, taken);
             // The hint just before the publication, with nothing between them that could fail:
             // the survey under the lock reads vacancy from the hint words, so a slot's byte must
@@ -202,6 +153,85 @@ impl<S: SlotOps> Table<S> {
                 Some(decided) => decided,
                 None => insertion.found(slot, first),
             };
+        }
+    }
+
+    /// One survey of the key's slots under the insert `lock`: the slot to take and how, or what
+    /// the insertion decided (the key found after all, or a full table's answer, counted).
+    fn survey<'table, I: Insertion<'table, S>>(
+        &'table self,
+        placement: Placement,
+        identity: &S::Identity,
+        lock: &InsertLock<'table>,
+        insertion: &mut I,
+    ) -> Result<(&'table S, SlotPosition, Taken), I::Decided> {
+        // A slot an undo lowered is judged by the highest word it held (`lowered.rs`).
+        let lowered = lock.lowered();
+        let rank = |slot: &'table S, at, state| match lowered.is_empty() {
+            true => insertion.rank(slot, state),
+            false => insertion.rank(slot, lowered.judged_word(at, state)),
+        };
+        let chosen = match self.choose_slot(placement, Some(identity), rank) {
+            Ok(Candidate::Holding { slot, state }) => return Err(insertion.found(slot, state)),
+            Ok(Candidate::Vacant { slot, at }) => (slot, at, Taken::Vacant),
+            Ok(Candidate::Removed { slot, at, state }) => {
+                (slot, at, Taken::Removed { previous: state })
+            }
+            Ok(Candidate::Reclaimable { slot, at, state }) => {
+                let judged = lowered.judged_word(at, state);
+                let taken = Taken::Reclaimed {
+                    previous: state,
+                    judged,
+                };
+                (slot, at, taken)
+            }
+            Ok(Candidate::Evictable { slot, at, state }) => {
+                let judged = lowered.judged_word(at, state);
+                let taken = Taken::Evicted {
+                    previous: state,
+                    judged,
+                };
+                (slot, at, taken)
+            }
+            Err(full) => {
+                let event = match self.when_full() {
+                    WhenFull::Allow => TableEvent::UntrackedNewKey,
+                    _ => TableEvent::RefusedNewKey,
+                };
+                self.count(lock, event);
+                return Err(insertion.full(full, self.when_full()));
+            }
+        };
+        Ok(chosen)
+    }
+
+    /// Counts the insert of a key into the slot at `at`, taken as `taken`, and raises the
+    /// shard's floor for a reclaim. Under the insert `lock`, after the claim.
+    fn count_taken<'table, I: Insertion<'table, S>>(
+        &'table self,
+        lock: &InsertLock<'table>,
+        at: SlotPosition,
+        taken: Taken,
+        slot: &'table S,
+        insertion: &I,
+    ) {
+        // A reused entry that was another key's is counted as what reused it; a removed key's
+        // (its hint cleared) was no longer a key's, and counts as an insert only.
+        let event = match taken {
+            Taken::Reclaimed { .. } if !self.is_detached(at) => Some(TableEvent::Reclaim),
+            Taken::Evicted { .. } if !self.is_detached(at) => Some(TableEvent::Eviction),
+            _ => None,
+        };
+        if let Taken::Reclaimed { judged, .. } = taken {
+            // Its key, should it come back with a reading from before its entry became fresh,
+            // must not start over from a fresh state there (nor, for a removed entry, a key that
+            // took it and is removed in turn: `protocol.rs`, "Removal").
+            let floor = insertion.fresh_since(slot, judged);
+            self.raise_new_key_floor(lock.shard(), floor);
+        }
+        self.count(lock, TableEvent::Insert);
+        if let Some(event) = event {
+            self.count(lock, event);
         }
     }
 }

@@ -13,6 +13,7 @@
 //! | `guarded.rs` | the driver applied to a slot behind its identity re-check |
 //! | `insert.rs` | the one insert protocol, for every kind of state: the survey, the claim, the publication |
 //! | `choose.rs` | where a new key goes: the survey of its slots |
+//! | `layout.rs` | a table's shape from its capacity and shards, checked before anything is allocated |
 //! | `lowered.rs` | the slots whose words an undo lowered, judged by the highest word they held |
 //!
 //! # Table layout
@@ -35,6 +36,7 @@ mod guarded;
 mod hints;
 mod insert;
 mod key;
+mod layout;
 mod lowered;
 mod options;
 mod placement;
@@ -51,7 +53,6 @@ pub(crate) use options::{TableOptions, DEFAULT_CAPACITY};
 pub(crate) use placement::Placement;
 pub(crate) use slot::{SlotOps, RESERVED, VACANT};
 
-use crate::engine::error::BuildError;
 use crate::engine::stats::Stats;
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
@@ -104,6 +105,11 @@ pub(crate) struct InsertLock<'table> {
 }
 
 impl InsertLock<'_> {
+    /// The shard whose lock this is.
+    pub(crate) fn shard(&self) -> usize {
+        self.shard
+    }
+
     /// The shard's lowered slots.
     pub(crate) fn lowered(&self) -> &LoweredSlots {
         &self.lowered
@@ -165,85 +171,6 @@ impl<S> core::fmt::Debug for Table<S> {
 }
 
 impl<S: SlotOps> Table<S> {
-    /// Allocates the table `options` describe (and writes every slot's marker, so its memory
-    /// is resident from here on), or says why it cannot.
-    pub(crate) fn new(options: &TableOptions) -> Result<Self, BuildError> {
-        let capacity = options.capacity;
-        let shards = options.shards();
-        if capacity == 0 {
-            return Err(BuildError::ZeroCapacity);
-        }
-        if shards == 0 || !shards.is_power_of_two() {
-            return Err(BuildError::ShardsNotPowerOfTwo { shards });
-        }
-        let too_large = || BuildError::CapacityTooLarge {
-            capacity,
-            max: Self::MAX_CAPACITY,
-        };
-        // Headroom, so that the requested number of live keys fits before a new key finds both
-        // its buckets full (see the module documentation).
-        let slots = capacity
-            .checked_add(capacity / S::HEADROOM_DIVISOR)
-            .ok_or_else(too_large)?;
-        // At most one shard per bucket's worth of slots (at least one: `slots >= 1`), a power of
-        // two.
-        let max_shards = 1 << slots.div_ceil(SLOTS_PER_BUCKET).min(MAX_SHARDS).ilog2();
-        if shards > max_shards {
-            return Err(BuildError::TooManyShards {
-                shards,
-                max: max_shards,
-            });
-        }
-        let slots_per_shard = slots.div_ceil(shards);
-        let buckets_per_shard = slots_per_shard.div_ceil(SLOTS_PER_BUCKET).max(1);
-        // Placement maps a 32-bit half of the hash onto the table's buckets.
-        let bucket_count = buckets_per_shard
-            .checked_mul(shards)
-            .filter(|&count| count <= u32::MAX as usize)
-            .ok_or_else(too_large)?;
-        let total_bytes = bucket_count
-            .checked_mul(core::mem::size_of::<Bucket<S>>() + core::mem::size_of::<AtomicU64>())
-            .and_then(|bytes| bytes.checked_add(shards * Self::SHARD_OVERHEAD_BYTES))
-            .filter(|&bytes| bytes <= isize::MAX as usize)
-            .ok_or_else(too_large)?;
-        let buckets = try_boxed_slice(bucket_count, total_bytes, || Bucket {
-            slots: core::array::from_fn(|_| S::vacant()),
-        })?;
-        let hints = try_boxed_slice(bucket_count, total_bytes, || AtomicU64::new(0))?;
-        let writers = try_boxed_slice(shards, total_bytes, || {
-            CachePadded::new(ShardWriter {
-                insert_lock: Mutex::new(LoweredSlots::default()),
-                inserts: AtomicU64::new(0),
-                reclaims: AtomicU64::new(0),
-                refused_new_keys: AtomicU64::new(0),
-                untracked_new_keys: AtomicU64::new(0),
-                evictions: AtomicU64::new(0),
-                removals: AtomicU64::new(0),
-                new_key_floor: AtomicU64::new(0),
-            })
-        })?;
-        Ok(Table {
-            buckets,
-            hints,
-            writers,
-            shard_shift: 32 - shards.ilog2(),
-            buckets_per_shard: buckets_per_shard as u64,
-            capacity,
-            when_full: options.when_full,
-            hasher: options.hasher(),
-        })
-    }
-
-    /// The largest capacity a table may have: placement draws a bucket from 32 hash bits, so at
-    /// most 2^32 − 1 buckets of slots, less the headroom (the allocator may refuse far less).
-    pub(crate) const MAX_CAPACITY: usize = {
-        let slots = (u32::MAX as usize).saturating_mul(SLOTS_PER_BUCKET);
-        slots / (S::HEADROOM_DIVISOR + 1) * S::HEADROOM_DIVISOR
-    };
-
-    /// Bytes a shard costs beyond its buckets and hints.
-    const SHARD_OVERHEAD_BYTES: usize = core::mem::size_of::<CachePadded<ShardWriter>>();
-
     #[inline]
     pub(crate) fn place(&self, hash: u64) -> Placement {
         Placement::of(
@@ -580,19 +507,4 @@ impl<S> Table<S> {
     pub(crate) fn hasher(&self) -> &ahash::RandomState {
         &self.hasher
     }
-}
-
-/// `len` values made by `make`, in one allocation, or the table's failed allocation of
-/// `table_bytes` if the allocator cannot provide it (rather than aborting the process).
-fn try_boxed_slice<T>(
-    len: usize,
-    table_bytes: usize,
-    make: impl FnMut() -> T,
-) -> Result<Box<[T]>, BuildError> {
-    let mut values = Vec::new();
-    values
-        .try_reserve_exact(len)
-        .map_err(|_| BuildError::AllocationFailed { bytes: table_bytes })?;
-    values.extend(core::iter::repeat_with(make).take(len));
-    Ok(values.into_boxed_slice())
 }
