@@ -73,3 +73,21 @@ pub(crate) fn apply(
         }
     }
 }
+
+/// [`apply`] for a word that needs no guard (no identity to re-check: an in-flight limiter's
+/// word, a stripe's): applies `step` from `observed` until the store succeeds or the step
+/// denies. The word stored, or the word the step denied.
+#[inline]
+pub(crate) fn apply_unguarded(
+    state: &AtomicU64,
+    mut observed: u64,
+    mut step: impl FnMut(u64) -> Step,
+) -> Result<u64, u64> {
+    loop {
+        match attempt(state, observed, step(observed)) {
+            Attempt::Allowed { current } => return Ok(current),
+            Attempt::Denied => return Err(observed),
+            Attempt::Lost { actual } => observed = actual,
+        }
+    }
+}

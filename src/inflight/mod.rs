@@ -115,7 +115,9 @@ pub use keyed::{KeyedInFlightLimiter, MAX_KEYED_IN_FLIGHT};
 pub use permit::Permit;
 pub use word::MAX_IN_FLIGHT;
 
+use crate::engine::driver;
 use crate::engine::error::BuildError;
+use crate::quota::Step;
 use crate::sync::{self, AtomicU64, Mutex, Ordering};
 use crossbeam_utils::CachePadded;
 use queue::{Entered, Queue, Wake};
@@ -298,35 +300,29 @@ impl InFlightLimiter {
     /// # Ok::<(), BuildError>(())
     /// ```
     pub fn add_permits(&self, units: u64) -> Result<(), BuildError> {
-        // ORDERING: Relaxed: a first guess, which the compare-and-swap below checks.
-        let mut current = self.state.load(Ordering::Relaxed);
-        loop {
-            let limit = word::limit(current).saturating_add(units);
-            if limit > MAX_IN_FLIGHT {
-                return Err(BuildError::LimitTooLarge {
-                    limit,
-                    max: MAX_IN_FLIGHT,
-                });
-            }
-            // Both fields fit: each is at most the new limit.
-            let next = current + word::limit_units(units) + units;
-            // ORDERING: Release pairs with the Acquire of whoever takes these units, as a
-            // release's does (nothing is published with them, but it keeps the rule uniform).
-            // The flag is read from the same read-modify-write, as in `release`.
-            match self.state.compare_exchange_weak(
-                current,
-                next,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(previous) => {
-                    if word::is_queued(previous) {
-                        self.serve_queue();
-                    }
-                    return Ok(());
+        // Both fields fit when the new limit does: each is at most the new limit.
+        let raise = |word: u64| match word::limit(word).saturating_add(units) {
+            limit if limit > MAX_IN_FLIGHT => Step::Deny,
+            _ => Step::Allow(word + word::limit_units(units) + units),
+        };
+        // ORDERING: Relaxed: a first guess, which the driver's compare-and-swap checks. Its
+        // success ordering (AcqRel) includes the Release that pairs with the Acquire of whoever
+        // takes these units, as a release's does (nothing is published with them, but it keeps
+        // the rule uniform).
+        let observed = self.state.load(Ordering::Relaxed);
+        match driver::apply_unguarded(&self.state, observed, raise) {
+            Ok(current) => {
+                // The flag, unchanged by the raise (no field carries into it), is read from the
+                // same read-modify-write, as in `release`.
+                if word::is_queued(current) {
+                    self.serve_queue();
                 }
-                Err(actual) => current = actual,
+                Ok(())
             }
+            Err(observed) => Err(BuildError::LimitTooLarge {
+                limit: word::limit(observed).saturating_add(units),
+                max: MAX_IN_FLIGHT,
+            }),
         }
     }
 
@@ -404,28 +400,22 @@ impl InFlightLimiter {
     /// The fast path: takes `units` if they are available and nobody waits.
     #[inline]
     fn try_take(&self, units: u64) -> Result<(), AcquireError> {
-        // ORDERING: Relaxed: a first guess, which the compare-and-swap below checks.
-        let mut current = self.state.load(Ordering::Relaxed);
-        loop {
-            if word::is_queued(current) || word::available(current) < units {
-                return Err(AcquireError::Busy {
-                    limit: word::limit(current),
-                    in_flight: word::in_flight(current),
-                    requested: units,
-                    queued: word::is_queued(current),
-                });
-            }
-            // ORDERING: Acquire on success pairs with the Release of the release that freed
-            // these units: the previous holder's work happens before ours.
-            match self.state.compare_exchange_weak(
-                current,
-                current - units,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Ok(()),
-                Err(actual) => current = actual,
-            }
+        let take = |word: u64| match word::is_queued(word) || word::available(word) < units {
+            true => Step::Deny,
+            false => Step::Allow(word - units),
+        };
+        // ORDERING: Relaxed: a first guess, which the driver's compare-and-swap checks; its
+        // success ordering (AcqRel) includes the Acquire that pairs with the Release of the
+        // release that freed these units: the previous holder's work happens before ours.
+        let observed = self.state.load(Ordering::Relaxed);
+        match driver::apply_unguarded(&self.state, observed, take) {
+            Ok(_) => Ok(()),
+            Err(observed) => Err(AcquireError::Busy {
+                limit: word::limit(observed),
+                in_flight: word::in_flight(observed),
+                requested: units,
+                queued: word::is_queued(observed),
+            }),
         }
     }
 

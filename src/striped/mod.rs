@@ -75,6 +75,7 @@ pub use options::{StripedLimiterBuilder, MAX_STRIPES};
 
 use crate::clock::{Clock, QuantaClock, Timestamp};
 use crate::engine::decision::Decision;
+use crate::engine::driver;
 use crate::engine::error::RequestError;
 use crate::engine::request::Request;
 use crate::limiter::direct::Limiter;
@@ -438,23 +439,20 @@ impl<C: Clock> StripedLimiter<C> {
         let stripe = &self.stripes[stripe_number & self.stripe_mask];
         let now_grain = stripe::grain(now);
         let lifetime_grains = self.policy.lifetime_grains;
+        let spend = |word| match stripe::spend(word, now_grain, lifetime_grains, cost) {
+            Some(spent) => Step::Allow(spent),
+            None => Step::Deny,
+        };
         loop {
-            // ORDERING: Relaxed: spending needs only the word's atomicity; a claim re-reads the
-            // word with its own Acquire compare-and-swap.
-            let word = stripe.word.load(Ordering::Relaxed);
-            if let Some(spent) = stripe::spend(word, now_grain, lifetime_grains, cost) {
-                // ORDERING: Relaxed: as above. The read-modify-write continues the release
-                // sequence of the refill that published the lease, so the next claim still
-                // synchronises with that refill.
-                if stripe
-                    .word
-                    .compare_exchange_weak(word, spent, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    return self.admitted(stripe::units(spent), cost, instant);
-                }
-                continue;
-            }
+            // ORDERING: Relaxed: spending needs only the word's atomicity (the driver's
+            // compare-and-swap continues the release sequence of the refill that published the
+            // lease, so the next claim still synchronises with that refill); a claim re-reads
+            // the word with its own Acquire compare-and-swap.
+            let observed = stripe.word.load(Ordering::Relaxed);
+            let word = match driver::apply_unguarded(&stripe.word, observed, spend) {
+                Ok(spent) => return self.admitted(stripe::units(spent), cost, instant),
+                Err(word) => word,
+            };
             if let Some(denied) = self.denied_at_once(word, now_grain, cost, instant) {
                 return denied;
             }
