@@ -304,7 +304,7 @@ where
     }
 
     // Inlined: the pass path is then a few branches in the caller's frame rather than a call
-    // with a frame of its own (`docs/performance.md`, "0.4: http-layer overhead, a third pass").
+    // with a frame of its own.
     #[inline]
     fn call(&mut self, request: Request<B>) -> Self::Future {
         // The pass path: the check, the count, the inner call; nothing else is built. The

@@ -13,8 +13,8 @@
 //! two buckets or more), hence the headroom. A new key goes to the bucket with more vacant
 //! slots, and reuses a fresh-equivalent entry only when neither has one. Measured first refusal
 //! of a new key while filling a table with live keys `0, 1, 2, …` (one table per seed, the
-//! default shard count of a 2-core machine; `docs/performance.md`, "0.4: tables that hold their
-//! capacity"), as a fraction of capacity, lowest and median over the seeds:
+//! default shard count of a 2-core machine; `tests/keyed/construction.rs` checks these
+//! figures), as a fraction of capacity, lowest and median over the seeds:
 //!
 //! | capacity | seeds | [`Hashed`]: tables refusing below capacity; lowest; median | [`Exact`]: the same |
 //! |---|---|---|---|

@@ -426,9 +426,9 @@ impl<C: Clock> StripedLimiter<C> {
 
     /// The core every check funnels into: `cost` (at most the burst) at `now` on stripe
     /// `stripe_number` (reduced modulo the stripe count).
-    // Forced inline: as a plain `#[inline]` the compiler kept it out of line behind `check`,
-    // and the call plus the `Decision` written through memory cost about a third of the check
-    // (see docs/performance.md, "0.4: striped leases"). The refill stays `#[cold]` and out of line.
+    // Forced inline: as a plain `#[inline]` the compiler keeps it out of line behind `check`,
+    // and the call and the `Decision` written through memory are then a large part of the
+    // check. The refill stays `#[cold]` and out of line.
     #[inline(always)]
     pub(crate) fn decide(&self, stripe_number: usize, cost: u64, now: Timestamp) -> Decision<Gcra> {
         let quota = self.shared.quota();

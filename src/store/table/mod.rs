@@ -219,8 +219,7 @@ impl<S: SlotOps> Table<S> {
     /// a table below its capacity most checks find their key there. Its state and identity
     /// then do not wait for the hint word (its address is not computed from the hint word), and
     /// in a table larger than the caches its line and the hint's are fetched at once rather
-    /// than one after the other (`docs/performance.md`, "0.4: the first slot read beside its
-    /// hint"). The reads are those of the general path, in the same order for slot 0: hint
+    /// than one after the other. The reads are those of the general path, in the same order for slot 0: hint
     /// word, then state, then identity; when slot 0's hint does not match, its state was read
     /// and is not used.
     #[inline]
@@ -248,9 +247,7 @@ impl<S: SlotOps> Table<S> {
     /// bucket is those two lines), before the insert path takes the shard's insert lock: in a
     /// table with no vacant slot the survey under the lock reads every slot of the first bucket,
     /// and of the second unless every slot of the first is reclaimable, and misses served while
-    /// the lock is held make every other inserter of the shard wait
-    /// for them (`docs/performance.md`, "0.4: a new key's insert, shorter under its
-    /// lock"). A hint to the processor, not a step of the protocol: compiled out of the loom
+    /// the lock is held make every other inserter of the shard wait for them. A hint to the processor, not a step of the protocol: compiled out of the loom
     /// models, whose interleavings it would only multiply.
     #[inline(always)]
     pub(crate) fn start_fetching_candidates(&self, placement: Placement) {
