@@ -16,6 +16,11 @@ An import is any path `crate::...`, `super::...` or `self::...` in code (comment
 comments are not read), resolved to the module it names. A path through the crate root's
 re-exports (`crate::Limiter`) is reported too: inside the crate, name the module.
 
+It also checks that no file imports, through its `use` declarations, a file that imports it
+back, directly or through others: no import loop between files. A file's own parent module
+(`mod.rs`, `lib.rs`) and re-exports (`pub use`) are left out: a module declaring and re-exporting
+its children while they use its items is the shape of a module, not a loop.
+
 Usage: python3 .ci/layers.py [SRC_DIR]   (exit 1 and a line per violation if any)
 """
 
@@ -109,6 +114,89 @@ def targets(module, head, rest, text, position):
     return [segments[0]]
 
 
+USE = re.compile(r"^\s*use\s+((?:crate|super|self)::[^;]+);")
+
+
+def expand(path):
+    """The paths a `use` tree names: `a::{b, c::d}` -> [a::b, a::c::d]."""
+    brace = path.find("{")
+    if brace < 0:
+        return [path.strip()]
+    prefix, inner = path[:brace], path[brace + 1 : path.rfind("}")]
+    parts, depth, current = [], 0, ""
+    for char in inner:
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += (char == "{") - (char == "}")
+        current += char
+    parts.append(current)
+    return [expanded for part in parts if part.strip() for expanded in expand(prefix + part.strip())]
+
+
+def module_file(src, module):
+    """The file of `module` (a list of names), if it is one of src's files."""
+    for candidate in (os.path.join(src, *module) + ".rs", os.path.join(src, *module, "mod.rs")):
+        if module and os.path.isfile(candidate):
+            return os.path.normpath(candidate)
+    return None
+
+
+def imported_files(src, file, module, text):
+    """The files whose items `file` (module `module`) imports with `use`, parents left out."""
+    ancestors = {module_file(src, module[:length]) for length in range(len(module))}
+    ancestors.add(os.path.normpath(os.path.join(src, "lib.rs")))
+    found = set()
+    for statement in USE.finditer(text.replace("\n", " ")):
+        for path in expand(statement.group(1)):
+            segments = [segment.strip() for segment in path.split("::")]
+            head, rest = segments[0], segments[1:]
+            base = [] if head == "crate" else list(module) if head == "self" else list(module[:-1])
+            while rest and rest[0] == "super":
+                rest.pop(0)
+                base = base[:-1]
+            target = None
+            for length in range(len(rest), 0, -1):
+                target = module_file(src, base + rest[:length])
+                if target:
+                    break
+            if target and target != os.path.normpath(file) and target not in ancestors:
+                found.add(target)
+    return found
+
+
+def import_loops(src):
+    """Every import loop between files: a line per loop found (its files, in order)."""
+    graph = {}
+    for directory, _, files in os.walk(src):
+        for name in files:
+            if name.endswith(".rs"):
+                file = os.path.normpath(os.path.join(directory, name))
+                with open(file, encoding="utf-8") as handle:
+                    text = "\n".join(
+                        code_of(line) for line in handle if not re.match(r"\s*pub(\([\w ]+\))?\s+use", line)
+                    )
+                graph[file] = imported_files(src, file, module_path(src, file), text)
+    loops, done, stack = [], set(), []
+
+    def visit(file):
+        stack.append(file)
+        for target in sorted(graph.get(file, ())):
+            if target in stack:
+                loop = stack[stack.index(target) :]
+                loops.append(" -> ".join(os.path.relpath(part) for part in loop + [target]))
+            elif target not in done:
+                visit(target)
+        stack.pop()
+        done.add(file)
+
+    for file in sorted(graph):
+        if file not in done:
+            visit(file)
+    return loops
+
+
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "src")
     violations = []
@@ -156,12 +244,13 @@ def main():
                                     f"{where}: `{own}` imports `{target}`, beside it in layer "
                                     f"{LAYERS[own]} (modules of one layer are independent)"
                                 )
+    violations += [f"import loop: {loop}" for loop in import_loops(src)]
     for violation in violations:
         print(violation)
     if violations:
         print(f"layers: {len(violations)} imports break the layer rule", file=sys.stderr)
         return 1
-    print("layers: every import keeps to its layer or below")
+    print("layers: every import keeps to its layer or below, and no two files import each other")
     return 0
 
 
