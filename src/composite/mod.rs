@@ -2,6 +2,32 @@
 //! every member admits it, and then every member consumes its cost; if any member denies, none
 //! keeps anything.
 //!
+//! ```
+//! use nanolimit::composite::Composite;
+//! use nanolimit::{Gcra, KeyedLimiter, Limiter, ManualClock};
+//! use std::net::Ipv4Addr;
+//!
+//! let clock = ManualClock::new();
+//! // Per IP 100 per second; 3 per second for the whole service (tiny, to show it binding).
+//! let per_ip = KeyedLimiter::builder(Gcra::per_second(100)?).clock(clock.clone()).build()?;
+//! let service = Limiter::with_clock(Gcra::per_second(3)?, clock);
+//! let limits = Composite::new((&per_ip, &service));
+//!
+//! for last_octet in 1..=3 {
+//!     assert!(limits.check(&Ipv4Addr::new(192, 0, 2, last_octet)).is_allowed());
+//! }
+//! let client = Ipv4Addr::new(192, 0, 2, 9);
+//! let denied = limits.check(&client);
+//! assert!(denied.is_denied());
+//! // The service's limit denied it, so the client's own unit was given back ...
+//! assert_eq!(per_ip.peek(&client).remaining(), 100);
+//! // ... and the headers tell the truth: the binding limit is the service's.
+//! let headers = denied.headers();
+//! assert_eq!((denied.binding(), headers.limit, headers.remaining), (1, 3, 0));
+//! assert_eq!(headers.retry_after_seconds, Some(1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | [`Composite`] and its operations; the protocol and its guarantees |
@@ -33,15 +59,25 @@
 //! | consume if every member admits | [`check(&key)`](Composite::check) | [`check_at(&key, now)`](Composite::check_at) | [`check_with(&key, request)`](Composite::check_with) |
 //! | ask without consuming | [`peek(&key)`](Composite::peek) | | [`peek_with(&key, request)`](Composite::peek_with) |
 //!
+//! A check answers one [`Decision`] for all its members: when allowed, the
+//! member with the smallest remaining binds; when denied, the denying member with the longest
+//! retry-after. The decision's [`binding()`](crate::Decision::binding) names it, its `limit`,
+//! `remaining`, `reset_after`, `retry_after` and `headers()` are that member's, so the
+//! response headers tell the client the limit that holds it back, and
+//! [`members()`](crate::Decision::members) gives every member's own decision. A cost above any
+//! member's limit is [`RequestError::CostAboveLimit`],
+//! naming the smallest limit, never a panic.
+//!
 //! # The protocol
 //!
 //! A check reads the clock once (the first member's: every member's clock must share its
 //! origin, as every [`QuantaClock`](crate::QuantaClock) of a process and the clones of one
 //! [`ManualClock`](crate::ManualClock) do), then checks the members in the tuple's order, each
 //! exactly as its own check would (one load, the step, one compare-and-swap; a denial writes
-//! nothing; a striped member other than the last: on its shared budget, below). If every member admits, the check is allowed: that is the fast path, with no
-//! work beyond the members' own checks (and, for a keyed member other than the last, one load
-//! of its shard's reassignment count). If member `j` denies, the check is denied, and, on a
+//! nothing; a striped member other than the last: on its shared budget, below). If every
+//! member admits, the check is allowed: that is the fast path, with no work beyond the members'
+//! own checks (and, for a keyed member other than the last, one load of its shard's
+//! reassignment count). If member `j` denies, the check is denied, and, on a
 //! cold path, every member before `j` is given back what it consumed, latest first, by its
 //! algorithm's *refund step* (a pure function of the state word, the word the admission wrote
 //! and the cost) applied by the crate's one compare-and-swap driver, as a reservation's
@@ -81,26 +117,6 @@
 //! - **A member that denies first writes nothing.** Put the member most likely to deny first:
 //!   the per-client one before a shared one (a client over its own limit is then denied without
 //!   touching the shared one, whose refunds are the ones that meet concurrent admissions).
-//!
-//! ```
-//! use nanolimit::composite::Composite;
-//! use nanolimit::{Gcra, KeyedLimiter, Limiter, ManualClock};
-//!
-//! let clock = ManualClock::new();
-//! let per_ip = KeyedLimiter::builder(Gcra::per_second(2)?).clock(clock.clone()).build()?;
-//! let global = Limiter::with_clock(Gcra::per_second(3)?, clock);
-//! let limits = Composite::new((&per_ip, &global));
-//! assert!(limits.check(&1u32).is_allowed());
-//! assert!(limits.check(&1u32).is_allowed());
-//! assert!(limits.check(&1u32).is_denied()); // the client's own limit
-//! assert!(limits.check(&2u32).is_allowed());
-//! let denied = limits.check(&3u32); // the whole service's limit...
-//! assert!(denied.is_denied());
-//! // ... and client 3's unit was given back (it had been consumed first).
-//! assert_eq!(per_ip.peek(&3).remaining(), 2);
-//! assert_eq!(denied.binding(), 1);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 mod members;
 

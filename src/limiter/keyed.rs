@@ -1,6 +1,75 @@
-//! Keyed limiters: [`KeyedLimiter`], one quota and one state word per key, on a bounded,
-//! sharded, cache-padded table built for hot paths and hostile traffic (`src/store/table/`),
-//! through the one core every rate limiter shares; its builder, key modes and statistics.
+//! Keyed limiters: [`KeyedLimiter`], one quota and one state word per key (per client IP, API
+//! key, account or flow), on a bounded, sharded, cache-padded table built for hot paths and
+//! hostile traffic, through the one core every rate limiter shares; its builder
+//! ([`KeyedBuilder`]), key modes ([`Hashed`], [`Exact`]) and what it does when full
+//! ([`WhenFull`]).
+//!
+//! ```
+//! use nanolimit::{Gcra, KeyedLimiter, ManualClock, WhenFull};
+//! use std::net::IpAddr;
+//!
+//! // 10 requests per second per client, for up to 100,000 clients at once.
+//! let per_client = KeyedLimiter::<IpAddr, _>::builder(Gcra::per_second(10)?)
+//!     .capacity(100_000)
+//!     .when_full(WhenFull::Deny) // the default: live keys keep their exact limits
+//!     .clock(ManualClock::new())
+//!     .build()?;
+//! let client: IpAddr = "203.0.113.7".parse()?;
+//! assert!(per_client.check(&client).is_allowed());
+//! assert_eq!(per_client.peek(&client).remaining(), 9);
+//! println!("{} bytes for 100,000 clients", per_client.memory_bytes());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The table
+//!
+//! The table is allocated once: a power-of-two number of shards of 64-byte-aligned buckets of
+//! 8 slots. A key may use the 16 slots of its two buckets, picked by a hash seeded at random
+//! per table (ahash), so clients cannot aim their keys at one bucket.
+//!
+//! - **Checks of a present key** are lock-free: no lock, no allocation, no clone of the key. A
+//!   word of one-byte hints per bucket lets a lookup read only the slots that may hold the key.
+//! - **Inserts** take the shard's insert lock, so two threads inserting the same key make one
+//!   entry; checks never take it. What lookups read of a shard and what inserts write sit on
+//!   separate cache lines, so a flood of new keys does not slow a hot key's checks.
+//! - **Bounded memory, no sweeper**: an entry whose state is equivalent to a fresh key's is
+//!   reused by the next insert that needs its slot.
+//! - **A full table**: when a new key's 16 slots all hold live entries, [`WhenFull`] decides:
+//!   [`Deny`](WhenFull::Deny) (the default, failing closed: live keys keep their exact limits),
+//!   [`Allow`](WhenFull::Allow) (the key passes untracked) or
+//!   [`EvictClosestToFresh`](WhenFull::EvictClosestToFresh). A refused key's decision says so
+//!   ([`is_untracked`](crate::Decision::is_untracked)), reports nothing remaining and a
+//!   `retry_after` no shorter than the time until one of its slots frees: never "retry now"
+//!   (the HTTP layer answers it with `503`, not the client's `429`).
+//!   [`stats()`](KeyedLimiter::stats) counts inserts, reclaims, refused and untracked new keys,
+//!   evictions and removals, beside the entries held.
+//! - **Forgetting a key**: [`remove(&key)`](KeyedLimiter::remove) makes the key's next check a
+//!   new key's (a login limiter cleared after a successful login; see [`live`](crate::live)).
+//! - **Building**: a capacity or shard count that cannot be allocated is a
+//!   [`BuildError`](crate::BuildError) (the allocator's refusal included), never an abort. A
+//!   table is written in full when built, so on a system that overcommits memory, size it for
+//!   the memory the machine really has.
+//!
+//! # Checks by a hash the caller holds
+//!
+//! A packet loop often has a flow hash already (the NIC's RSS hash, a 5-tuple hash computed once
+//! per packet). That hash is a `u64` key: the table hashes it again with its own seed (a few
+//! instructions for a `u64`), so hashes with few varying bits still spread over the whole table.
+//! Two flows the caller hashed alike are one key to the table: the caller owns the hash's
+//! resistance to chosen collisions (a Toeplitz hash with a secret key, a keyed 64-bit hash).
+//!
+//! ```
+//! use nanolimit::{Gcra, KeyedLimiter};
+//!
+//! // 10,000 packets per second per flow, for up to 1,000,000 flows.
+//! let flows = KeyedLimiter::<u64, _>::new(Gcra::per_second(10_000)?, 1_000_000)?;
+//! let now = flows.now(); // once per batch
+//! for rss_hash in [0x5f3a_91c2_u64, 0x0000_0007, 0x5f3a_91c2] {
+//!     assert!(flows.check_at(&rss_hash, now).is_allowed());
+//! }
+//! assert_eq!(flows.entries(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Sizing
 //!
@@ -13,8 +82,8 @@
 //! two buckets or more), hence the headroom. A new key goes to the bucket with more vacant
 //! slots, and reuses a fresh-equivalent entry only when neither has one. Measured first refusal
 //! of a new key while filling a table with live keys `0, 1, 2, …` (one table per seed, the
-//! default shard count of a 2-core machine; `tests/keyed/construction.rs` checks these
-//! figures), as a fraction of capacity, lowest and median over the seeds:
+//! default shard count of a 2-core machine), as a fraction of capacity, lowest and median over
+//! the seeds:
 //!
 //! | capacity | seeds | [`Hashed`]: tables refusing below capacity; lowest; median | [`Exact`]: the same |
 //! |---|---|---|---|
@@ -30,8 +99,8 @@
 //! table holds its capacity in live keys, but for the two-choice tail (in the measurements
 //! above, one table in 5,000 of 4,096 keys refused its last 0.3 %, and one in 2,000 of 20,000
 //! keys its last 0.02 %); size an [`Exact`] table about 20 % above the live keys you expect, or
-//! use [`WhenFull::Allow`]. An entry whose state is
-//! equivalent to fresh is reused by the next insert that needs its slot: no sweeper.
+//! use [`WhenFull::Allow`]. [`bytes_per_key()`](KeyedLimiter::bytes_per_key) and
+//! [`memory_bytes()`](KeyedLimiter::memory_bytes) report what a table takes.
 //!
 //! # Key identity and collisions
 //!

@@ -1,18 +1,101 @@
-//! Live control of a direct limiter: [`LiveLimiter`], whose quota changes at runtime (Go's
-//! `SetLimit` / `SetBurst`) while other threads check.
+//! Live control: limits that change while a server runs, without rebuilding a limiter or
+//! special-casing a tier in the caller. An operator raises a limit, a tier is sold without a
+//! limit, a trial allowance is spent for good, a user's failed logins are forgiven once one
+//! succeeds:
 //!
-//! A live limiter is a [`Limiter`](crate::Limiter) whose checks read the current quota from a quota cell
-//! (`src/live/quota_cell.rs`: a sequence lock over the quota's words) instead of a field: one
-//! Acquire load of a sequence word, the quota's words, and the sequence again, all on one
-//! read-mostly cache line apart from the state's. A change is rare and takes a lock; a check
-//! never does, and waits only while a change is being written (seven stores).
+//! | need | use | what it does |
+//! |---|---|---|
+//! | change a direct limiter's quota at runtime (Go's `SetLimit` / `SetBurst`) | [`LiveLimiter::set_quota`] | from any thread while others check; each check applies the old quota or the new one wholly |
+//! | no limit for a tier (Go's `rate.Inf`) | [`Gcra::unlimited()`](crate::Gcra::unlimited) | the fastest rate with the largest burst: denies nothing a real workload sends; a tier of any GCRA limiter |
+//! | N ever, then none | [`FixedWindow::burst_then_never(n)`](crate::FixedWindow::burst_then_never), [`SlidingWindow::burst_then_never(n)`](crate::SlidingWindow::burst_then_never) | a window longer than the clock's horizon: the count never resets |
+//! | forget one key (clear a login limiter after a successful login) | [`KeyedLimiter::remove(&key)`](crate::KeyedLimiter::remove) | the key's next check is a new key's; other keys, and checks of them, are untouched |
+//!
+//! ```
+//! use nanolimit::{FixedWindow, Gcra, KeyedLimiter, LiveLimiter, ManualClock, Request};
+//! use std::time::Duration;
+//!
+//! // An operator lowers the global limit while request threads keep checking.
+//! let global = LiveLimiter::with_clock(Gcra::per_second(100)?, ManualClock::new());
+//! assert!(global.check_with(Request::cost(100))?.is_allowed());
+//! global.set_quota(Gcra::per_second(10)?)?;
+//! // 100 units at 100 per second left a second of debt: at 10 per second, the whole burst.
+//! let denied = global.check();
+//! assert!(denied.is_denied());
+//! assert_eq!(denied.retry_after(), Duration::from_millis(100));
+//! assert_eq!(global.quota().limit(), 10);
+//!
+//! // A free tier limited, a premium tier unlimited, on one keyed table.
+//! let per_key = KeyedLimiter::builder(Gcra::per_second(1)?)
+//!     .clock(ManualClock::new())
+//!     .build()?;
+//! let premium = per_key.tier(Gcra::unlimited())?;
+//! assert!(per_key.check("free").is_allowed());
+//! assert!(per_key.check("free").is_denied());
+//! for _ in 0..1_000 {
+//!     assert!(per_key.check_with("paying", Request::new().tier(premium))?.is_allowed());
+//! }
+//!
+//! // A user's failed logins forgotten after a successful one.
+//! assert!(per_key.remove("free"));
+//! assert!(per_key.check("free").is_allowed());
+//!
+//! // A trial of three requests, ever; upgraded to ten, ever: the three used still count.
+//! let clock = ManualClock::new();
+//! let trials = KeyedLimiter::builder(FixedWindow::burst_then_never(3)?)
+//!     .clock(clock.clone())
+//!     .build()?;
+//! let upgraded = trials.tier(FixedWindow::burst_then_never(10)?)?;
+//! for _ in 0..3 {
+//!     assert!(trials.check("trial-user").is_allowed());
+//! }
+//! clock.advance(Duration::from_secs(5 * 365 * 86_400));
+//! let spent = trials.check("trial-user");
+//! assert!(spent.is_denied());
+//! assert!(spent.retry_after() > Duration::from_secs(10 * 365 * 86_400));
+//! let request = Request::cost(7).tier(upgraded);
+//! assert!(trials.check_with("trial-user", request)?.is_allowed());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # A live limiter
+//!
+//! [`LiveLimiter`] has the vocabulary of [`Limiter`](crate::Limiter) for checks (`check`,
+//! `check_at`, `check_with`, `peek`, `peek_with`, `now`, `tier`) and
+//! [`quota()`](LiveLimiter::quota), which returns the current quota. Its checks read the current
+//! quota from a quota cell (`src/live/quota_cell.rs`: a sequence lock over the quota's words)
+//! instead of a field: one Acquire load of a sequence word, the quota's words, and the sequence
+//! again, all on one read-mostly cache line apart from the state's. A change is rare and takes a
+//! lock; a check never does, and waits only while a change is being written (seven stores). A
+//! [`Limiter`](crate::Limiter) whose quota never changes pays nothing for this.
 //!
 //! The state carries over as it does between [tiers](crate::Request::tier): GCRA keeps the debt a
-//! state has run up in time (the new rate and burst apply from the next check), window quotas
-//! keep their counts (the new limit applies at once). So a new quota is validated as a tier is:
-//! expressed in the state's units (those of the quota the limiter was built with), and refused
-//! where it cannot share the state ([`QuotaError::IncompatibleQuota`] for a window quota of
-//! another window length: the counts are per window).
+//! state has run up in time (a lowered rate makes the debt take longer to repay; the new rate
+//! and burst apply from the next check), window quotas keep their counts (a lowered limit may
+//! leave nothing in the current window). So a new quota is validated as a tier is: expressed in
+//! the state's units (those of the quota the limiter was built with), and refused where it
+//! cannot share the state ([`QuotaError::IncompatibleQuota`] for a window quota of another
+//! window length: the counts are per window), leaving the quota unchanged.
+//!
+//! # Unlimited and "never again"
+//!
+//! [`Gcra::unlimited()`](crate::Gcra::unlimited) is a real quota (16·10^9 units per second,
+//! bursts of 2^62 − 1), so it keeps every invariant and shares a keyed table with limited
+//! tiers; [`Gcra::is_unlimited()`](crate::Gcra::is_unlimited) tells a server not to send
+//! rate-limit headers for it. A "burst then never" denial reports a `retry_after` past the
+//! clock's horizon (years): never zero, so `Retry-After` does not invite the client straight
+//! back. GCRA has no such quota: its state is a debt in time, which a zero rate could never
+//! repay, and a burst of `n` never refilled would share a state with no other GCRA quota.
+//!
+//! # Forgetting a key
+//!
+//! [`KeyedLimiter::remove(&key)`](crate::KeyedLimiter::remove) returns whether the table held
+//! the key. It takes the key's shard insert lock, as an insert does, and never makes a check
+//! wait or slow down; a check of the key racing it is decided on the old state or as a new
+//! key's, never elsewhere (model-checked with loom). The removed entry keeps its slot until its
+//! state would have been fresh, then is reused as a fresh entry is: a removal frees no capacity
+//! sooner, and in a full table the key's next check is a new key's under the table's
+//! [`WhenFull`](crate::WhenFull). Keyed sliding logs and keyed in-flight limiters have no
+//! `remove`.
 
 mod quota_cell;
 

@@ -240,7 +240,7 @@ impl Gcra {
     /// assert!(limiter.check(&"free").is_allowed());
     /// assert!(limiter.check(&"free").is_allowed());
     /// assert!(limiter.check(&"free").is_denied());
-    /// assert!(premium.quota().is_unlimited());
+    /// assert!(premium.is_unlimited());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub const fn unlimited() -> Gcra {

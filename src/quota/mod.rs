@@ -6,11 +6,57 @@
 //! is a pure function of its arguments, so each algorithm is tested exhaustively on its own, and
 //! the driver is model-checked once.
 //!
-//! | quota | state word | limits (checked when the quota is built) |
-//! |---|---|---|
-//! | [`Gcra`] (token bucket) | theoretical arrival time in sub-nanosecond ticks (64 bits) | 1 per ~18 years to 16·10^9 per second; burst below 2^62 |
-//! | [`SlidingWindow`] | window index (24 bits), previous and current counts (20 bits each) | limit up to 1,048,560; windows of 1 ms or more |
-//! | [`FixedWindow`] | window index (40 bits), count (24 bits) | limit up to 16,777,200; windows of 1 µs or more |
+//! # Choosing a quota
+//!
+//! | quota | state word | limits (checked when the quota is built) | pick it when |
+//! |---|---|---|---|
+//! | [`Gcra`] (token bucket; the leaky bucket as a meter) | theoretical arrival time in sub-nanosecond ticks (64 bits) | 1 per ~18 years to 16·10^9 per second; burst below 2^62 | the default: a smooth rate with bursts up to a limit; byte rates; an exact `retry_after`; requests that may wait (reservations) |
+//! | [`SlidingWindow`] | window index (24 bits), previous and current counts (20 bits each) | limit up to 1,048,560; windows of 1 ms or more | clients think in "N per minute", and bursts at window edges must stay small |
+//! | [`FixedWindow`] | window index (40 bits), count (24 bits) | limit up to 16,777,200; windows of 1 µs or more | the cheapest; resets a client can read off a clock |
+//! | [`SlidingLog`](crate::sliding_log::SlidingLog) (the exact sliding log) | one 8-byte record per unit of the limit and one word | limit up to 2^24 (keyed: 1,024); a request costs at most 16 units | every window of length `W` must hold at most `L`: small, strict limits (5 logins per 15 minutes) |
+//!
+//! - **GCRA** keeps the emission interval exact: whole-nanosecond intervals (1,000 per second,
+//!   60 per minute) are counted in 1/16 ns ticks, others (3 per second, 12.5·10^9 bytes per
+//!   second) in ticks of `interval / 2^k`, so no rounding error accumulates: over simulated
+//!   runs from 1 per day (10 years) to 16·10^9 per second, the amount admitted matches the
+//!   quota to within one request. In any interval of length `t` it admits at most
+//!   `burst + rate × t`.
+//! - **The sliding window** counts `⌊previous × (W − e) / W⌋ + current`, where `e` is the time
+//!   elapsed in the current window: a saturated key gets exactly the limit per window. It
+//!   assumes the previous window's traffic was spread evenly, so across a boundary it can admit
+//!   up to about twice the limit in one window-long interval (below). Where that matters, use
+//!   the exact sliding log, or a fixed window of half the limit.
+//! - **The fixed window** admits up to twice its limit across a boundary: the end of one window
+//!   and the start of the next.
+//! - **The sliding log** is exact: a request of cost `n` at `t` passes iff the units admitted in
+//!   `(t − W, t]` plus `n` are at most `L`. It keeps one record per admitted unit, so it suits
+//!   small limits ([`sliding_log`](crate::sliding_log)).
+//!
+//! ```
+//! use nanolimit::{Limiter, ManualClock, SlidingWindow, Timestamp};
+//! use std::time::Duration;
+//!
+//! // 10 per second: 10 requests at 0.9 s, then one attempt every 100 ms.
+//! let clock = ManualClock::starting_at(Timestamp::from_duration(Duration::from_millis(900))?);
+//! let limiter = Limiter::with_clock(SlidingWindow::per_second(10)?, clock.clone());
+//! let mut admitted = 0;
+//! for _ in 0..10 {
+//!     admitted += usize::from(limiter.check().is_allowed());
+//! }
+//! for _ in 0..9 {
+//!     clock.advance(Duration::from_millis(100));
+//!     admitted += usize::from(limiter.check().is_allowed());
+//! }
+//! // 18 admitted within [0.9 s, 1.9 s): the previous window's 10 weigh less as it slides away.
+//! assert_eq!(admitted, 18);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Every quota can be made live ([`LiveLimiter`](crate::LiveLimiter): its quota changed at
+//! runtime) and used as a tier of a limiter whose state counts in the same units
+//! ([`Limiter::tier`](crate::Limiter::tier)). [`Gcra::unlimited`] is a real quota that denies
+//! nothing a real workload sends; `burst_then_never(n)` ([`FixedWindow::burst_then_never`],
+//! [`SlidingWindow::burst_then_never`]) admits `n` units ever, then none.
 //!
 //! # Readings behind the state
 //!

@@ -1,5 +1,44 @@
-//! A global limiter that scales with cores: units leased from one GCRA budget into per-thread
-//! stripes, and admitted from the stripe with no write to the shared state.
+//! One budget across many threads: a global limiter that scales with cores. Units are leased
+//! from one GCRA budget into per-thread stripes, and admitted from the stripe with no write to
+//! the shared state.
+//!
+//! A [`Limiter`] shared by every thread admits with one compare-and-swap on one cache line, so
+//! its throughput stops growing at two threads: every admission moves the line between cores.
+//! [`StripedLimiter`] keeps the same GCRA budget but lets each thread admit from its own stripe,
+//! a cache-padded word holding units leased from the budget in batches. Use it where many
+//! threads share one budget and a small, stated over-admission is acceptable; with leases of one
+//! unit it is exactly a [`Limiter`].
+//!
+//! ```
+//! use nanolimit::striped::StripedLimiter;
+//! use nanolimit::Gcra;
+//! use std::sync::Arc;
+//!
+//! // 50,000 requests per second for the whole service, checked by every worker thread.
+//! let limiter = Arc::new(StripedLimiter::new(Gcra::per_second(50_000)?));
+//! let workers: Vec<_> = (0..4)
+//!     .map(|_| {
+//!         let limiter = Arc::clone(&limiter);
+//!         std::thread::spawn(move || (0..100).filter(|_| limiter.check().is_allowed()).count())
+//!     })
+//!     .collect();
+//! let served: usize = workers.into_iter().map(|worker| worker.join().unwrap()).sum();
+//! assert_eq!(served, 400);
+//! // What it may admit beyond the quota, in any interval: stripes × (max lease − 1), and no
+//! // more than one lease lifetime (10 ms) of the rate.
+//! assert!(limiter.over_admission_bound() <= 500);
+//! limiter.give_back_unused(); // the workers went idle: unspent units back to the budget
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! - **Defaults** ([`StripedLimiterBuilder`]): twice as many stripes as hardware threads
+//!   (rounded up to a power of two), so that busy threads rarely share one; leases of 1 to
+//!   `min(256, burst / (4 × stripes))` units; a lease lifetime of 10 ms.
+//! - **Threads map to stripes** by a number each thread takes at its first check (no lock, no
+//!   registry); a packet loop with numbered workers passes its own:
+//!   [`check_at_stripe(worker, now)`](StripedLimiter::check_at_stripe).
+//! - **Idle workers** call [`give_back_unused()`](StripedLimiter::give_back_unused), which
+//!   returns the stripes' unspent units to the budget where that is exact.
 //!
 //! | file | concern |
 //! |---|---|

@@ -5,6 +5,42 @@
 //! the limiter's [`Stats`] (`stats()`), and with the `metrics` feature exported through the
 //! [`metrics`](https://docs.rs/metrics) facade (`record_metrics`, names below).
 //!
+//! ```
+//! use nanolimit::{Gcra, KeyedLimiter, Limiter, ManualClock, Request};
+//! use std::sync::Arc;
+//!
+//! let clock = ManualClock::new(); // frozen: no unit is earned back during the run
+//! let global = Arc::new(Limiter::with_clock(Gcra::per_minute(1_000)?, clock).with_counters());
+//! let workers: Vec<_> = (0..4)
+//!     .map(|_| {
+//!         let global = Arc::clone(&global);
+//!         std::thread::spawn(move || (0..500).for_each(|_| drop(global.check())))
+//!     })
+//!     .collect();
+//! workers.into_iter().for_each(|worker| worker.join().unwrap());
+//! let totals = global.stats();
+//! assert_eq!(totals.allowed + totals.denied, 2_000); // exact: every check counted once
+//! assert_eq!(totals.allowed, 1_000); // the burst
+//!
+//! let per_key = KeyedLimiter::builder(Gcra::per_second(10)?)
+//!     .clock(ManualClock::new())
+//!     .with_counters()
+//!     .build()?;
+//! assert!(per_key.check_with(&"alice", Request::cost(4))?.is_allowed());
+//! assert!(per_key.check_with(&"bob", Request::cost(20)).is_err()); // an error, not counted
+//! let totals = per_key.stats();
+//! assert_eq!((totals.allowed, totals.allowed_units), (1, 4));
+//! assert_eq!(totals.entries, 1); // a keyed table's occupancy, with or without counters
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The HTTP layer's own statistics count on the same striped counters. [`StripedLimiter`],
+//! [`SlidingLogLimiter`] and [`InFlightLimiter`] keep no counters.
+//!
+//! [`StripedLimiter`]: crate::StripedLimiter
+//! [`SlidingLogLimiter`]: crate::SlidingLogLimiter
+//! [`InFlightLimiter`]: crate::InFlightLimiter
+//!
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | the counters a limiter keeps |
