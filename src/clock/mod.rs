@@ -128,6 +128,16 @@ use crate::sync::Arc;
 /// ```
 pub trait Clock: Send + Sync {
     /// The time since this clock's origin.
+    ///
+    /// ```
+    /// use nanolimit::{Clock, ManualClock, Timestamp};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// assert_eq!(clock.now(), Timestamp::ORIGIN);
+    /// clock.advance(Duration::from_nanos(7));
+    /// assert_eq!(clock.now().as_ns(), 7);
+    /// ```
     fn now(&self) -> Timestamp;
 
     /// Blocks the calling thread until this clock reads `deadline` or later: what every blocking

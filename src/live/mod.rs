@@ -254,6 +254,17 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     }
 
     /// The clock this limiter reads.
+    ///
+    /// ```
+    /// use nanolimit::live::LiveLimiter;
+    /// use nanolimit::{Clock, Gcra, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = LiveLimiter::with_clock(Gcra::per_second(5)?, ManualClock::new());
+    /// limiter.clock().advance(Duration::from_secs(1));
+    /// assert_eq!(limiter.clock().now().as_ns(), 1_000_000_000);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     pub fn clock(&self) -> &C {
         &self.core.clock
     }

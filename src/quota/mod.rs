@@ -231,27 +231,94 @@ pub(crate) const QUOTA_WORDS: usize = 7;
 /// ```
 pub trait Quota: SlotState + Sealed + Encoded {
     /// The state word of a key never seen before.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Quota, Timestamp};
+    ///
+    /// let quota = Gcra::per_second(5)?;
+    /// assert_eq!(quota.remaining(Gcra::FRESH, quota.instant(Timestamp::ORIGIN)), 5);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     const FRESH: u64 = 0;
 
     /// Converts a clock reading to the algorithm's time.
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, Quota, Timestamp};
+    ///
+    /// let quota = FixedWindow::per_second(10)?;
+    /// let now = quota.instant(Timestamp::from_ns(2_500_000_000)?);
+    /// assert_eq!(now.window_index(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn instant(&self, now: Timestamp) -> Self::Instant;
 
     /// The pure step: would a request of `cost` pass at `now` given `state`, and if so what is
     /// the new state.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Quota, Step, Timestamp};
+    ///
+    /// let quota = Gcra::per_second(1)?;
+    /// let now = quota.instant(Timestamp::ORIGIN);
+    /// let Step::Allow(word) = quota.step(Gcra::FRESH, now, 1) else { unreachable!() };
+    /// assert_eq!(quota.step(word, now, 1), Step::Deny);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     fn step(&self, state: u64, now: Self::Instant, cost: u64) -> Step;
 
     /// The most cost one request may have: the GCRA burst, or the limit per window. Also the
     /// `limit` a decision reports.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Quota, SlidingWindow};
+    ///
+    /// assert_eq!(Gcra::per_second(10)?.with_burst(3)?.limit(), 3);
+    /// assert_eq!(SlidingWindow::per_minute(100)?.limit(), 100);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     fn limit(&self) -> u64;
 
     /// How many unit-cost requests would pass right now, given `state`.
+    ///
+    /// ```
+    /// use nanolimit::{FixedWindow, Quota, Step, Timestamp};
+    ///
+    /// let quota = FixedWindow::per_second(5)?;
+    /// let now = quota.instant(Timestamp::ORIGIN);
+    /// let Step::Allow(word) = quota.step(FixedWindow::FRESH, now, 2) else { unreachable!() };
+    /// assert_eq!(quota.remaining(word, now), 3);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     fn remaining(&self, state: u64, now: Self::Instant) -> u64;
 
     /// Nanoseconds until `state` is as good as fresh (the whole limit again), with no traffic.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Quota, Step, Timestamp};
+    ///
+    /// // 10 per second: one unit comes back every 100 ms.
+    /// let quota = Gcra::per_second(10)?;
+    /// let now = quota.instant(Timestamp::ORIGIN);
+    /// let Step::Allow(word) = quota.step(Gcra::FRESH, now, 2) else { unreachable!() };
+    /// assert_eq!(quota.reset_after_ns(word, now), 200_000_000);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     fn reset_after_ns(&self, state: u64, now: Self::Instant) -> u64;
 
     /// Nanoseconds until a request of `cost` would pass, with no other traffic (0 if it passes
     /// now). `cost` must be at most [`limit`](Self::limit).
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Quota, Step, Timestamp};
+    ///
+    /// let quota = Gcra::per_second(10)?.with_burst(1)?;
+    /// let now = quota.instant(Timestamp::ORIGIN);
+    /// let Step::Allow(word) = quota.step(Gcra::FRESH, now, 1) else { unreachable!() };
+    /// assert_eq!(quota.retry_after_ns(word, now, 1), 100_000_000);
+    /// assert_eq!(quota.retry_after_ns(Gcra::FRESH, now, 1), 0);
+    /// # Ok::<(), nanolimit::QuotaError>(())
+    /// ```
     fn retry_after_ns(&self, state: u64, now: Self::Instant, cost: u64) -> u64;
 
     /// The time over which [`limit`](Self::limit) applies, as the `w` of an IETF
@@ -271,6 +338,17 @@ pub trait Quota: SlotState + Sealed + Encoded {
 
     /// Whether `state` is equivalent at `now` to [`FRESH`](Self::FRESH): a keyed table may then
     /// reuse its slot for another key.
+    ///
+    /// ```
+    /// use nanolimit::{Gcra, Quota, Step, Timestamp};
+    ///
+    /// let quota = Gcra::per_second(1)?;
+    /// let start = quota.instant(Timestamp::ORIGIN);
+    /// let Step::Allow(word) = quota.step(Gcra::FRESH, start, 1) else { unreachable!() };
+    /// assert!(!quota.is_fresh(word, start));
+    /// assert!(quota.is_fresh(word, quota.instant(Timestamp::from_ns(1_000_000_000)?)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn is_fresh(&self, state: u64, now: Self::Instant) -> bool;
 }
 

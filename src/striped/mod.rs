@@ -214,32 +214,123 @@ impl<C: Clock> StripedLimiter<C> {
     }
 
     /// The quota the stripes lease from.
+    ///
+    /// ```
+    /// use nanolimit::striped::StripedLimiter;
+    /// use nanolimit::{Clock, Gcra, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = StripedLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .stripes(4)
+    ///     .lease_units(1, 8)
+    ///     .lease_lifetime(Duration::from_millis(5))
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.quota().limit(), 1_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn quota(&self) -> &Gcra {
         self.shared.quota()
     }
 
     /// The clock this limiter reads.
+    ///
+    /// ```
+    /// use nanolimit::striped::StripedLimiter;
+    /// use nanolimit::{Clock, Gcra, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = StripedLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .stripes(4)
+    ///     .lease_units(1, 8)
+    ///     .lease_lifetime(Duration::from_millis(5))
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.clock().advance(Duration::from_millis(1));
+    /// assert_eq!(limiter.now().as_ns(), 1_000_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn clock(&self) -> &C {
         self.shared.clock()
     }
 
     /// A reading of this limiter's clock, for [`check_at`](Self::check_at).
+    ///
+    /// ```
+    /// use nanolimit::striped::StripedLimiter;
+    /// use nanolimit::{Clock, Gcra, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = StripedLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .stripes(4)
+    ///     .lease_units(1, 8)
+    ///     .lease_lifetime(Duration::from_millis(5))
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert!(limiter.check_at(limiter.now()).is_allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn now(&self) -> Timestamp {
         self.shared.now()
     }
 
     /// The number of stripes (a power of two).
+    ///
+    /// ```
+    /// use nanolimit::striped::StripedLimiter;
+    /// use nanolimit::{Clock, Gcra, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = StripedLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .stripes(4)
+    ///     .lease_units(1, 8)
+    ///     .lease_lifetime(Duration::from_millis(5))
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.stripes(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stripes(&self) -> usize {
         self.stripes.len()
     }
 
     /// The smallest and largest lease, in units.
+    ///
+    /// ```
+    /// use nanolimit::striped::StripedLimiter;
+    /// use nanolimit::{Clock, Gcra, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = StripedLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .stripes(4)
+    ///     .lease_units(1, 8)
+    ///     .lease_lifetime(Duration::from_millis(5))
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.lease_units(), (1, 8));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lease_units(&self) -> (u64, u64) {
         (self.policy.min_units, self.policy.max_units)
     }
 
     /// How long leased units may be spent after their lease.
+    ///
+    /// ```
+    /// use nanolimit::striped::StripedLimiter;
+    /// use nanolimit::{Clock, Gcra, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let limiter = StripedLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .stripes(4)
+    ///     .lease_units(1, 8)
+    ///     .lease_lifetime(Duration::from_millis(5))
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// assert_eq!(limiter.lease_lifetime(), Duration::from_millis(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lease_lifetime(&self) -> Duration {
         Duration::from_nanos(self.policy.lifetime_ns)
     }
