@@ -42,10 +42,13 @@ use direct_quotas::{
     generous_fixed_window, generous_gcra, generous_sliding_window, governor_generous_quota,
 };
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
+use nanolimit::clock::UpkeepClock;
+use nanolimit::live::LiveLimiter;
 use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
+use nanolimit::striped::StripedLimiter;
 use nanolimit::{
-    Clock, FixedWindow, Gcra, Limiter, LiveLimiter, QuantaClock, Quota, Request, Reservation,
-    SlidingWindow, StripedLimiter, Timestamp, UpkeepClock,
+    Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, Request, Reservation, SlidingWindow,
+    Timestamp,
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;

@@ -250,9 +250,9 @@ mod quota_spec;
 use keyed_subjects::{GovernorKeyed, KeyedSubject};
 use keys::KeyPattern;
 use measure::{measure, Measurement, Timing};
-use nanolimit::{
-    FixedWindow, Gcra, Hashed, KeyedLimiter, QuantaClock, SlidingWindow, StripedLimiter,
-};
+use nanolimit::keyed::Hashed;
+use nanolimit::striped::StripedLimiter;
+use nanolimit::{FixedWindow, Gcra, KeyedLimiter, QuantaClock, SlidingWindow};
 use quota_spec::QuotaSpec;
 use quotas::AlgorithmKind;
 use report::{Accuracy, Row};
@@ -1067,7 +1067,7 @@ fn run_job(job: Job, context: &Context) -> MeasuredRun {
         ),
         (true, LimiterKind::Nanolimit, AlgorithmKind::SlidingLog) => run_direct(
             || {
-                nanolimit::SlidingLogLimiter::new(quota.sliding_log())
+                nanolimit::sliding_log::SlidingLogLimiter::new(quota.sliding_log())
                     .expect("the sliding log's ring fits in memory")
             },
             job,

@@ -28,9 +28,8 @@ use direct_quotas::{
     generous_fixed_window, generous_gcra, generous_sliding_window, governor_generous_quota,
 };
 use governor::clock::{Clock as GovernorClock, QuantaUpkeepClock};
-use nanolimit::{
-    Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, SlidingWindow, Timestamp, UpkeepClock,
-};
+use nanolimit::clock::UpkeepClock;
+use nanolimit::{Clock, FixedWindow, Gcra, Limiter, QuantaClock, Quota, SlidingWindow, Timestamp};
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -22,10 +22,10 @@
 //!   the limiter), or one thread finished its share early.
 //!
 //! Implementations:
-//! - `nanolimit_hashed`: GCRA, [`Hashed`](nanolimit::Hashed) keys (the default), default clock.
+//! - `nanolimit_hashed`: GCRA, [`Hashed`](nanolimit::keyed::Hashed) keys (the default), default clock.
 //! - `nanolimit_hashed_caller_time`: the same, time passed in by the caller (`check_at`, with a
 //!   `Timestamp` made per call from the nanoseconds the loop counts).
-//! - `nanolimit_exact`, `nanolimit_exact_caller_time`: [`Exact`](nanolimit::Exact) `u64` keys.
+//! - `nanolimit_exact`, `nanolimit_exact_caller_time`: [`Exact`](nanolimit::keyed::Exact) `u64` keys.
 //! - `governor_dashmap`: governor's default keyed limiter (what `RateLimiter::keyed` builds: a
 //!   `DashMap` with std's SipHash `RandomState`), default clock.
 //! - `governor_dashmap_ahash`: the same map with `ahash`.
@@ -73,9 +73,9 @@ use keyed_subjects::{
     sweep_unbounded_map, unbounded_map_report, DefaultHasher, GovernorKeyed, KeyedSubject,
     NEW_KEY_TABLE_CAPACITY,
 };
-use nanolimit::{
-    Exact, Gcra, Hashed, KeyedLimiter, ManualClock, QuantaClock, UpkeepClock, WhenFull,
-};
+use nanolimit::clock::UpkeepClock;
+use nanolimit::keyed::{Exact, Hashed};
+use nanolimit::{Gcra, KeyedLimiter, ManualClock, QuantaClock, WhenFull};
 use quota_spec::QuotaSpec;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -28,11 +28,11 @@
 //! |---|---|---|
 //! | one rate for the whole service | [`Limiter`] | [Operations](#operations) below |
 //! | a rate per client, API key or flow | [`KeyedLimiter`] | [`keyed`] |
-//! | one rate checked by many cores | [`StripedLimiter`] | [`striped`] |
-//! | several limits at once, all or nothing | [`Composite`] | [`composite`] |
-//! | a quota changed at runtime; unlimited tiers; forgetting a key | [`LiveLimiter`], [`KeyedLimiter::remove`] | [`live`] |
-//! | at most `L` in every window of length `W`, exactly | [`SlidingLogLimiter`], [`KeyedSlidingLogLimiter`](sliding_log::KeyedSlidingLogLimiter) | [`sliding_log`] |
-//! | at most N units of work in progress | [`InFlightLimiter`], [`KeyedInFlightLimiter`] | [`inflight`] |
+//! | one rate checked by many cores | [`StripedLimiter`](crate::striped::StripedLimiter) | [`striped`] |
+//! | several limits at once, all or nothing | [`Composite`](crate::composite::Composite) | [`composite`] |
+//! | a quota changed at runtime; unlimited tiers; forgetting a key | [`LiveLimiter`](crate::live::LiveLimiter), [`KeyedLimiter::remove`] | [`live`] |
+//! | at most `L` in every window of length `W`, exactly | [`SlidingLogLimiter`](crate::sliding_log::SlidingLogLimiter), [`KeyedSlidingLogLimiter`](sliding_log::KeyedSlidingLogLimiter) | [`sliding_log`] |
+//! | at most N units of work in progress | [`InFlightLimiter`](crate::inflight::InFlightLimiter), [`KeyedInFlightLimiter`](crate::inflight::KeyedInFlightLimiter) | [`inflight`] |
 //! | requests that wait for their turn | `reserve`, `wait`, `until_ready`; [`LeakyBucket`] | [Throttling](#throttling-waiting-instead-of-rejecting) below |
 //! | how many checks were allowed and denied | `with_counters()`, [`Stats`] | [`counters`] |
 //! | an HTTP service (feature `http`) | `http::RateLimitLayer` | the `http` module |
@@ -178,7 +178,7 @@
 //! | [`QuotaError`] | a quota is built (a zero rate or window, a limit that does not fit its word, a rate or period out of range) or a tier made (a window tier of another length) |
 //! | [`BuildError`] | a limiter cannot be built or allocated: a zero capacity, a shard count that is not a power of two, a size the allocator refuses, a lease above the burst, a zero in-flight limit, a Redis connection, an HTTP policy name |
 //! | [`RequestError`] | a request can never pass: a cost above the limit, a tier made for a limiter counting in other units; a wait that cannot start |
-//! | [`TimestampError`] | a reading past the horizon ([`Timestamp::HORIZON`], about 18.3 years), so a Unix-epoch time or an uninitialised `u64::MAX` fails where it is made, never inside a limiter |
+//! | [`TimestampError`](crate::clock::TimestampError) | a reading past the horizon ([`Timestamp::HORIZON`], about 18.3 years), so a Unix-epoch time or an uninitialised `u64::MAX` fails where it is made, never inside a limiter |
 //!
 //! # Features
 //!
@@ -265,35 +265,28 @@ pub use limiter::counters;
 #[cfg(feature = "std")]
 pub use limiter::keyed;
 
+// The types every user names, at the root. Those that live in a public module are listed there
+// in the documentation (`no_inline`); the others (the engine's and the limiter core's) are
+// documented here.
 #[cfg(feature = "std")]
+#[doc(no_inline)]
 pub use clock::QuantaClock;
-#[cfg(feature = "tokio")]
-pub use clock::TokioClock;
-#[cfg(all(feature = "std", not(nanolimit_loom)))]
-pub use clock::UpkeepClock;
-pub use clock::{Clock, ManualClock, Timestamp, TimestampError};
-#[cfg(feature = "std")]
-pub use composite::Composite;
+#[doc(no_inline)]
+pub use clock::{Clock, ManualClock, Timestamp};
 pub use engine::decision::{Decision, RateLimitHeaders};
 pub use engine::error::{BuildError, RequestError};
 pub use engine::request::Request;
 pub use engine::stats::Stats;
 #[cfg(feature = "std")]
-pub use inflight::{InFlightLimiter, KeyedInFlightLimiter};
-#[cfg(feature = "std")]
-pub use keyed::{Exact, ExactKey, Hashed, KeyMode, KeyedBuilder, KeyedLimiter, WhenFull};
+#[doc(no_inline)]
+pub use keyed::{KeyedBuilder, KeyedLimiter, WhenFull};
 pub use limiter::direct::Limiter;
 #[cfg(feature = "std")]
 pub use limiter::leaky_bucket::LeakyBucket;
 pub use limiter::rate_limit::RateLimit;
 pub use limiter::reservation::Reservation;
-#[cfg(feature = "std")]
-pub use live::LiveLimiter;
-pub use quota::{FixedWindow, Gcra, Quota, QuotaError, SlidingWindow, Step};
-#[cfg(feature = "std")]
-pub use sliding_log::SlidingLogLimiter;
-#[cfg(feature = "std")]
-pub use striped::StripedLimiter;
+#[doc(no_inline)]
+pub use quota::{FixedWindow, Gcra, Quota, QuotaError, SlidingWindow};
 
 /// The README's examples, compiled and run as doc tests (with the `tokio` feature, which one of
 /// them uses; `bash .ci/test-all` turns every feature on).

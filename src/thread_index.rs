@@ -5,7 +5,7 @@
 //!   kept in a thread-local. No lock, and nothing that grows with the threads ever seen: a
 //!   thread that ends takes its number with it, and numbers are reduced modulo the stripe
 //!   count, so consecutive threads use consecutive stripes. The
-//!   [`StripedLimiter`](crate::StripedLimiter) picks its stripes with them, and the counters'
+//!   [`StripedLimiter`](crate::striped::StripedLimiter) picks its stripes with them, and the counters'
 //!   shared stripes too.
 //! - **Counting slots.** A process-wide registry of [`slot_count`] slots, one flag each. A
 //!   thread that counts (a limiter's counters, the HTTP layer's statistics:

@@ -17,7 +17,8 @@ mod common;
 
 use common::at;
 use common::keyed::{assert_same_decision, table, TableShape};
-use nanolimit::{Gcra, Hashed, Limiter, ManualClock};
+use nanolimit::keyed::Hashed;
+use nanolimit::{Gcra, Limiter, ManualClock};
 
 const CAPACITY: usize = 100_000;
 const FLOOD_KEYS: u64 = 100 * CAPACITY as u64;

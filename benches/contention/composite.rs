@@ -28,8 +28,9 @@ use crate::quotas::AlgorithmKind;
 use crate::{Context, Job, LimiterKind, MeasuredRun};
 use crossbeam_utils::CachePadded;
 use nanolimit::composite::Composite;
+use nanolimit::striped::StripedLimiter;
 use nanolimit::RateLimit;
-use nanolimit::{Clock, Gcra, KeyedLimiter, Limiter, QuantaClock, StripedLimiter};
+use nanolimit::{Clock, Gcra, KeyedLimiter, Limiter, QuantaClock};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 

@@ -25,7 +25,7 @@ pub trait DirectSubject: Sync {
 
     /// The most units the limiter may admit over a run beyond what its quota admits, by its
     /// own contract: 0 for an exact limiter; a striped limiter's
-    /// [`over_admission_bound`](nanolimit::StripedLimiter::over_admission_bound). Added to the
+    /// [`over_admission_bound`](nanolimit::striped::StripedLimiter::over_admission_bound). Added to the
     /// bound the row's accuracy is judged against.
     fn over_admission_bound(&self) -> u64 {
         0
@@ -52,14 +52,14 @@ direct_subject!(
 
 /// One GCRA budget leased into per-thread stripes: each call checks one unit on the calling
 /// thread's stripe, on the limiter's own clock, as the plain GCRA limiter's `check()`.
-impl DirectSubject for nanolimit::StripedLimiter {
+impl DirectSubject for nanolimit::striped::StripedLimiter {
     #[inline]
     fn check(&self) -> bool {
-        nanolimit::StripedLimiter::check(self).is_allowed()
+        nanolimit::striped::StripedLimiter::check(self).is_allowed()
     }
 
     fn over_admission_bound(&self) -> u64 {
-        nanolimit::StripedLimiter::over_admission_bound(self)
+        nanolimit::striped::StripedLimiter::over_admission_bound(self)
     }
 }
 
@@ -77,10 +77,10 @@ impl DirectSubject for Reserving<nanolimit::Limiter<Gcra>> {
     }
 }
 
-impl DirectSubject for nanolimit::SlidingLogLimiter {
+impl DirectSubject for nanolimit::sliding_log::SlidingLogLimiter {
     #[inline]
     fn check(&self) -> bool {
-        nanolimit::SlidingLogLimiter::check(self).is_allowed()
+        nanolimit::sliding_log::SlidingLogLimiter::check(self).is_allowed()
     }
 }
 

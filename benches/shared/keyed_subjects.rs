@@ -12,9 +12,9 @@
 use crate::quota_spec::{FromSpec, QuotaSpec};
 use governor::clock::DefaultClock;
 use governor::state::keyed::DashMapStateStore;
-use nanolimit::{
-    Exact, Hashed, KeyedLimiter, ManualClock, QuantaClock, Stats, Timestamp, UpkeepClock, WhenFull,
-};
+use nanolimit::clock::UpkeepClock;
+use nanolimit::keyed::{Exact, Hashed};
+use nanolimit::{KeyedLimiter, ManualClock, QuantaClock, Stats, Timestamp, WhenFull};
 use std::hash::BuildHasher;
 
 /// Capacity of the nanolimit tables of `benches/keyed.rs`'s `new_key_each_call`, and the size

@@ -19,7 +19,8 @@ compile_error!(
 );
 
 use loom::sync::Arc;
-use nanolimit::{Decision, KeyMode, KeyedLimiter, Limiter, ManualClock, Quota, Request, Timestamp};
+use nanolimit::keyed::KeyMode;
+use nanolimit::{Decision, KeyedLimiter, Limiter, ManualClock, Quota, Request, Timestamp};
 
 /// The environment variable that overrides every model's preemption bound (loom's own name).
 /// Loom's other variables (`LOOM_MAX_PERMUTATIONS`, `LOOM_MAX_DURATION`, ...) apply as well:

@@ -19,9 +19,9 @@
 use loom::sync::Arc;
 use loom::thread;
 use nanolimit::composite::Composite;
+use nanolimit::keyed::Exact;
 use nanolimit::{
-    Exact, FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request, Timestamp,
-    WhenFull,
+    FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request, Timestamp, WhenFull,
 };
 use nanolimit_loom_tests::{at, explore, UNREACHED_PREEMPTION_BOUND};
 

@@ -23,7 +23,8 @@
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
 use nanolimit::inflight::{AcquireError, KeyedInFlightLimiter, Permit};
-use nanolimit::{Exact, Hashed, KeyMode, WhenFull};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
+use nanolimit::WhenFull;
 use nanolimit_loom_tests::{explore, run_concurrently, ModelThread, UNREACHED_PREEMPTION_BOUND};
 
 /// Every plan runs on a spawned thread while the model's thread only joins (see

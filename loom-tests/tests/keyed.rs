@@ -11,9 +11,9 @@
 //! the first slot: the first candidate a reclaim or an eviction considers among equals.
 
 use loom::sync::Arc;
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
 use nanolimit::{
-    Decision, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota, Request,
-    SlidingWindow, Stats, WhenFull,
+    Decision, Gcra, KeyedLimiter, ManualClock, Quota, Request, SlidingWindow, Stats, WhenFull,
 };
 use nanolimit_loom_tests::{
     assert_admissions_form_one_sequence, at, explore, perform_keyed, run_concurrently,
@@ -772,8 +772,8 @@ fn a_stale_check_races_the_reclaim_of_its_keys_slot<M: KeyMode<u64>>(name: &str)
         assert!(inserted.is_allowed() && stale.is_allowed(), "{outcomes:?}");
         let quota = *table.quota();
         let never_forgetting = match quota.step(spent, quota.instant(at(stale_ns)), 1) {
-            nanolimit::Step::Allow(word) => word,
-            nanolimit::Step::Deny => unreachable!("one unit is left at 1 s"),
+            nanolimit::quota::Step::Allow(word) => word,
+            nanolimit::quota::Step::Deny => unreachable!("one unit is left at 1 s"),
         };
         assert!(
             stale.state_word() >= never_forgetting,

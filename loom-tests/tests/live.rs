@@ -1,4 +1,4 @@
-//! Loom models of the live limiter ([`LiveLimiter`](nanolimit::LiveLimiter)): checks racing
+//! Loom models of the live limiter ([`LiveLimiter`](nanolimit::live::LiveLimiter)): checks racing
 //! quota changes through its quota cell (`src/live/quota_cell.rs`, a sequence lock over the
 //! quota's words).
 //!
@@ -7,7 +7,8 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use nanolimit::{Decision, Gcra, LiveLimiter, ManualClock};
+use nanolimit::live::LiveLimiter;
+use nanolimit::{Decision, Gcra, ManualClock};
 use nanolimit_loom_tests::{at, explore};
 
 /// Loom's preemption bound for these models: enough for the check to be preempted inside the
@@ -43,7 +44,7 @@ fn same_quota(quota: &Gcra, expected: &Gcra) -> bool {
 
 /// The quota `limiter` applies for `quota` (in its units, as a tier: what `set_quota` stores).
 fn as_applied(limiter: &LiveLimiter<Gcra, ManualClock>, quota: Gcra) -> Gcra {
-    *limiter.tier(quota).unwrap().quota()
+    limiter.tier(quota).unwrap()
 }
 
 /// Asserts that `decision`, a unit check of a fresh limiter, was made wholly under one of

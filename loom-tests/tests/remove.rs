@@ -7,9 +7,8 @@
 //! plan runs on a spawned thread while the model's thread only joins.
 
 use loom::sync::Arc;
-use nanolimit::{
-    Decision, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Request, Timestamp, WhenFull,
-};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
+use nanolimit::{Decision, Gcra, KeyedLimiter, ManualClock, Request, Timestamp, WhenFull};
 use nanolimit_loom_tests::{
     at, explore, run_concurrently, ModelThread, UNREACHED_PREEMPTION_BOUND,
 };

@@ -13,9 +13,8 @@
 
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
-use nanolimit::{
-    Exact, Gcra, KeyedLimiter, Limiter, ManualClock, Request, Reservation, Stats, WhenFull,
-};
+use nanolimit::keyed::Exact;
+use nanolimit::{Gcra, KeyedLimiter, Limiter, ManualClock, Request, Reservation, Stats, WhenFull};
 use nanolimit_loom_tests::{
     at, explore, run_concurrently, shared_direct_limiter, ModelThread, UNREACHED_PREEMPTION_BOUND,
 };

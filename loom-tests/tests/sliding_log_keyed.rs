@@ -17,8 +17,8 @@
 //! `RUSTFLAGS="--cfg nanolimit_loom" cargo test --release --manifest-path loom-tests/Cargo.toml --test sliding_log_keyed`
 
 use loom::sync::Arc;
+use nanolimit::keyed::Exact;
 use nanolimit::sliding_log::{KeyedSlidingLogLimiter, SlidingLog};
-use nanolimit::Exact;
 use nanolimit::{ManualClock, Request, WhenFull};
 use nanolimit_loom_tests::{
     at, explore, run_concurrently, ModelThread, UNREACHED_PREEMPTION_BOUND,

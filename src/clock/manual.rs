@@ -118,7 +118,7 @@ impl ManualClock {
     /// clock.advance(Duration::from_nanos(500));
     /// sleeper.join().unwrap();
     /// assert_eq!(clock.sleepers(), 0);
-    /// # Ok::<(), nanolimit::TimestampError>(())
+    /// # Ok::<(), nanolimit::clock::TimestampError>(())
     /// ```
     #[cfg(all(feature = "std", not(nanolimit_loom)))]
     pub fn sleepers(&self) -> usize {

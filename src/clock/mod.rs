@@ -124,7 +124,7 @@ use crate::sync::Arc;
 /// let clock = ManualClock::new();
 /// clock.advance(Duration::from_millis(5));
 /// assert_eq!(clock.now(), Timestamp::from_ns(5_000_000)?);
-/// # Ok::<(), nanolimit::TimestampError>(())
+/// # Ok::<(), nanolimit::clock::TimestampError>(())
 /// ```
 pub trait Clock: Send + Sync {
     /// The time since this clock's origin.

@@ -23,7 +23,8 @@ use core::time::Duration;
 /// [readings behind the state](crate::quota#readings-behind-the-state)).
 ///
 /// ```
-/// use nanolimit::{Timestamp, TimestampError};
+/// use nanolimit::Timestamp;
+/// use nanolimit::clock::TimestampError;
 /// use std::time::Duration;
 ///
 /// let start = Timestamp::from_ns(1_500)?;
@@ -66,7 +67,7 @@ impl Timestamp {
     ///
     /// assert_eq!(Timestamp::from_duration(Duration::from_secs(2))?.as_ns(), 2_000_000_000);
     /// assert!(Timestamp::from_duration(Duration::from_secs(600_000_000)).is_err());
-    /// # Ok::<(), nanolimit::TimestampError>(())
+    /// # Ok::<(), nanolimit::clock::TimestampError>(())
     /// ```
     pub const fn from_duration(since_origin: Duration) -> Result<Timestamp, TimestampError> {
         let ns = since_origin.as_nanos();
@@ -142,7 +143,7 @@ impl Timestamp {
     /// let earlier = Timestamp::from_ns(2_000)?;
     /// assert_eq!(later.saturating_duration_since(earlier), Duration::from_nanos(3_000));
     /// assert_eq!(earlier.saturating_duration_since(later), Duration::ZERO);
-    /// # Ok::<(), nanolimit::TimestampError>(())
+    /// # Ok::<(), nanolimit::clock::TimestampError>(())
     /// ```
     pub const fn saturating_duration_since(self, earlier: Timestamp) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))
@@ -172,7 +173,8 @@ impl From<Timestamp> for Duration {
 /// Why a [`Timestamp`] could not be made.
 ///
 /// ```
-/// use nanolimit::{Timestamp, TimestampError};
+/// use nanolimit::Timestamp;
+/// use nanolimit::clock::TimestampError;
 ///
 /// assert_eq!(
 ///     Timestamp::from_ns(u64::MAX),

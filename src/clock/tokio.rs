@@ -11,7 +11,8 @@ use super::{Clock, Timestamp};
 /// share it.
 ///
 /// ```
-/// use nanolimit::{Clock, TokioClock};
+/// use nanolimit::Clock;
+/// use nanolimit::clock::TokioClock;
 /// use std::time::Duration;
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]

@@ -14,7 +14,8 @@ use std::time::Duration;
 /// unchanged. Clones share one upkeep thread, which stops when the last clone is dropped.
 ///
 /// ```
-/// use nanolimit::{Clock, Gcra, Limiter, UpkeepClock};
+/// use nanolimit::{Clock, Gcra, Limiter};
+/// use nanolimit::clock::UpkeepClock;
 /// use std::time::Duration;
 ///
 /// let clock = UpkeepClock::new(Duration::from_micros(100))?;

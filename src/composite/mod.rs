@@ -41,14 +41,14 @@
 //! 100 per second, and 50,000 per second in all). Every keyed member takes the one key a check
 //! names; direct members ignore it (a composite of direct members only is checked with `&()`).
 //!
-//! A [`StripedLimiter`](crate::StripedLimiter) (a global GCRA budget that scales with cores)
+//! A [`StripedLimiter`](crate::striped::StripedLimiter) (a global GCRA budget that scales with cores)
 //! may be a member too, and belongs **last**: there, nothing follows it to deny, so it admits
 //! from the calling thread's stripe as its own check does, with no write to a line other cores
 //! use. Anywhere else it is checked (and peeked) on its shared budget directly, as a plain
 //! [`Limiter`](crate::Limiter) is, so that a later member's denial can give the cost back by
 //! the GCRA refund step below (a unit spent from a stripe has no word that giving it back would
 //! restore); it then contends as a plain limiter does. Its guarantees are its own
-//! ([`over_admission_bound`](crate::StripedLimiter::over_admission_bound)); a composite adds
+//! ([`over_admission_bound`](crate::striped::StripedLimiter::over_admission_bound)); a composite adds
 //! nothing to them.
 //!
 //! Not members: the sliding logs (an admission is a record in a ring, not a step on one word)

@@ -98,7 +98,7 @@ impl core::error::Error for RequestError {}
 
 /// Why a limiter could not be built: every constructor and `build` that can fail says why
 /// with one of these, before anything is allocated or started (and
-/// [`InFlightLimiter::add_permits`](crate::InFlightLimiter::add_permits), for a raised limit
+/// [`InFlightLimiter::add_permits`](crate::inflight::InFlightLimiter::add_permits), for a raised limit
 /// the limiter could not have been built with).
 ///
 /// ```

@@ -21,7 +21,7 @@ use core::time::Duration;
 /// | longest wait | none (up to 4.5 years) | [`max_wait`](Self::max_wait) | reservations and waits |
 /// | jitter | none | [`jitter`](Self::jitter) | waits |
 ///
-/// The exact sliding log ([`SlidingLogLimiter`](crate::SlidingLogLimiter)) takes a
+/// The exact sliding log ([`SlidingLogLimiter`](crate::sliding_log::SlidingLogLimiter)) takes a
 /// `Request<SlidingLog>`: cost and time only (its quota has no tiers).
 ///
 /// ```

@@ -43,7 +43,7 @@
 //! With [`Hashed`] keys (the default) the table identifies a key by its 64-bit hash: two keys
 //! whose hashes are equal share one entry, so one limit of units in flight, as they share one
 //! state in a keyed rate limiter (see the [`keyed`](crate::keyed) module's "Key identity and
-//! collisions"). Use [`Exact`](crate::Exact) keys where that must never happen.
+//! collisions"). Use [`Exact`](crate::keyed::Exact) keys where that must never happen.
 //!
 //! [`WhenFull::EvictClosestToFresh`]: crate::WhenFull::EvictClosestToFresh
 //! [`BuildError::EvictionNotSupported`]: crate::BuildError::EvictionNotSupported
@@ -86,7 +86,7 @@ pub use crate::quota::concurrency::MAX_KEYED_IN_FLIGHT;
 ///   nowhere: while the table stays full such a key has no limit, which is what failing open
 ///   means).
 /// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
-///   hashes share one entry and one limit, as in [`KeyedLimiter`](crate::KeyedLimiter); [`Exact`](crate::Exact) keys never do.
+///   hashes share one entry and one limit, as in [`KeyedLimiter`](crate::KeyedLimiter); [`Exact`](crate::keyed::Exact) keys never do.
 /// - **No retry-after**, as the direct limiter: [`AcquireError::Busy`] reports the limit, the
 ///   key's units in flight and what was requested.
 ///
@@ -334,7 +334,7 @@ impl<K: ?Sized, M: KeyMode<K>> KeyedInFlightLimiter<K, M> {
     }
 
     /// Bytes per key of capacity, all overhead included, rounded to the nearest byte (the
-    /// keyed rate limiters' figures: 25.5 for [`Hashed`] keys, 31.25 for [`Exact`](crate::Exact) ones).
+    /// keyed rate limiters' figures: 25.5 for [`Hashed`] keys, 31.25 for [`Exact`](crate::keyed::Exact) ones).
     ///
     /// ```
     /// use nanolimit::inflight::KeyedInFlightLimiter;

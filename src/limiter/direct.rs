@@ -384,7 +384,8 @@ impl<C: Clock, N: Counting> Limiter<Gcra, C, N> {
     /// future before then cancels the reservation ([`Reservation::cancel`]).
     ///
     /// ```
-    /// use nanolimit::{Gcra, Limiter, TokioClock};
+    /// use nanolimit::{Gcra, Limiter};
+    /// use nanolimit::clock::TokioClock;
     /// use std::time::Duration;
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -407,7 +408,8 @@ impl<C: Clock, N: Counting> Limiter<Gcra, C, N> {
     /// [`RequestError::WaitTooLong`] at once if it could not start within it.
     ///
     /// ```
-    /// use nanolimit::{Gcra, Limiter, Request, RequestError, TokioClock};
+    /// use nanolimit::{Gcra, Limiter, Request, RequestError};
+    /// use nanolimit::clock::TokioClock;
     /// use std::time::Duration;
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]

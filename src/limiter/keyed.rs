@@ -602,7 +602,8 @@ impl<K: ?Sized, C: Clock, M: KeyMode<K>, N: Counting> KeyedLimiter<K, Gcra, C, M
     /// the future before then cancels its reservation.
     ///
     /// ```
-    /// use nanolimit::{Gcra, KeyedLimiter, TokioClock};
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    /// use nanolimit::clock::TokioClock;
     /// use std::time::Duration;
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]

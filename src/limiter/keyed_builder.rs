@@ -155,7 +155,8 @@ impl<K: ?Sized, Q, C: Clock, M, N: Counting> KeyedBuilder<K, Q, C, M, N> {
     /// How keys are stored: [`Hashed`] (the default) or [`Exact`].
     ///
     /// ```
-    /// use nanolimit::{Exact, Gcra, KeyedLimiter};
+    /// use nanolimit::{Gcra, KeyedLimiter};
+    /// use nanolimit::keyed::Exact;
     ///
     /// let limiter = KeyedLimiter::<u64, _>::builder(Gcra::per_second(5)?)
     ///     .key_mode::<Exact>()

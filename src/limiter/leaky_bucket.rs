@@ -158,7 +158,8 @@ impl<C: Clock> LeakyBucket<C> {
     /// leaves the queue gives its place back (as [`Reservation::cancel`] does).
     ///
     /// ```
-    /// use nanolimit::{LeakyBucket, TokioClock};
+    /// use nanolimit::LeakyBucket;
+    /// use nanolimit::clock::TokioClock;
     /// use std::time::Duration;
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]

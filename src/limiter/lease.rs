@@ -1,5 +1,5 @@
 //! Leases: units a shared budget hands out ahead, to be spent where no shared word is written,
-//! by a [`StripedLimiter`](crate::StripedLimiter)'s stripes and a leased Redis limiter's keys.
+//! by a [`StripedLimiter`](crate::striped::StripedLimiter)'s stripes and a leased Redis limiter's keys.
 //! One policy for both: how big leases may be, how long their units live, how a lease's size
 //! adapts to the rate it is spent at, and why a configuration is refused. Each lease word
 //! (`src/striped/stripe.rs`, `src/redis/leased/word.rs`) says what its own fields allow, and

@@ -70,7 +70,7 @@ pub(crate) mod private {
 pub(crate) use private::{Held, Sealed};
 
 /// A rate limit on requests for keys of type `K`: a [`Limiter`] or a
-/// [`StripedLimiter`](crate::StripedLimiter) (any key: they ignore it) or a [`KeyedLimiter`]
+/// [`StripedLimiter`](crate::striped::StripedLimiter) (any key: they ignore it) or a [`KeyedLimiter`]
 /// keyed by `K`, owned or behind a reference or an [`Arc`] (so that several users can share
 /// one limiter, such as a global limit). What a [`Composite`](crate::composite::Composite)
 /// combines, all or nothing, and what the HTTP layer puts in front of a service. Sealed.

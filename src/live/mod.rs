@@ -11,7 +11,8 @@
 //! | forget one key (clear a login limiter after a successful login) | [`KeyedLimiter::remove(&key)`](crate::KeyedLimiter::remove) | the key's next check is a new key's; other keys, and checks of them, are untouched |
 //!
 //! ```
-//! use nanolimit::{FixedWindow, Gcra, KeyedLimiter, LiveLimiter, ManualClock, Request};
+//! use nanolimit::{FixedWindow, Gcra, KeyedLimiter, ManualClock, Request};
+//! use nanolimit::live::LiveLimiter;
 //! use std::time::Duration;
 //!
 //! // An operator lowers the global limit while request threads keep checking.
@@ -127,7 +128,8 @@ use quota_cell::QuotaCell;
 /// changes pays nothing for this type.
 ///
 /// ```
-/// use nanolimit::{Gcra, LiveLimiter, ManualClock};
+/// use nanolimit::{Gcra, ManualClock};
+/// use nanolimit::live::LiveLimiter;
 /// use std::sync::Arc;
 /// use std::time::Duration;
 ///
@@ -164,7 +166,8 @@ impl<Q: Quota> LiveLimiter<Q, QuantaClock> {
     /// A live limiter on the default clock ([`QuantaClock`]), starting with `quota`.
     ///
     /// ```
-    /// use nanolimit::{LiveLimiter, SlidingWindow};
+    /// use nanolimit::SlidingWindow;
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::new(SlidingWindow::per_minute(100)?);
     /// assert!(limiter.check().is_allowed());
@@ -180,7 +183,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// keeps for good (later quotas are expressed in them, as tiers are).
     ///
     /// ```
-    /// use nanolimit::{FixedWindow, LiveLimiter, ManualClock};
+    /// use nanolimit::{FixedWindow, ManualClock};
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::with_clock(FixedWindow::per_second(5)?, ManualClock::new());
     /// assert_eq!(limiter.quota().limit(), 5);
@@ -197,7 +201,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// The quota checks apply now, in the state's units (as a [tier](Request::tier) is).
     ///
     /// ```
-    /// use nanolimit::{Gcra, LiveLimiter};
+    /// use nanolimit::Gcra;
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::new(Gcra::per_second(5)?);
     /// limiter.set_quota(Gcra::per_minute(60)?.with_burst(3)?)?;
@@ -220,7 +225,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// [`Request::tier`]).
     ///
     /// ```
-    /// use nanolimit::{FixedWindow, LiveLimiter, ManualClock, QuotaError};
+    /// use nanolimit::{FixedWindow, ManualClock, QuotaError};
+    /// use nanolimit::live::LiveLimiter;
     /// use std::time::Duration;
     ///
     /// let limiter = LiveLimiter::with_clock(FixedWindow::per_minute(3)?, ManualClock::new());
@@ -273,7 +279,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// [`Request::at`].
     ///
     /// ```
-    /// use nanolimit::{Gcra, LiveLimiter};
+    /// use nanolimit::Gcra;
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::new(Gcra::per_second(1)?);
     /// let now = limiter.now();
@@ -289,7 +296,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// [`Limiter::tier`](crate::Limiter::tier): a tier keeps its own quota when the limiter's changes.
     ///
     /// ```
-    /// use nanolimit::{Gcra, LiveLimiter, ManualClock, Request};
+    /// use nanolimit::{Gcra, ManualClock, Request};
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::with_clock(Gcra::per_second(1)?, ManualClock::new());
     /// let bulk = limiter.tier(Gcra::per_second(1)?.with_burst(10)?)?;
@@ -304,7 +312,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// Checks one unit now under the current quota: consumes it if it fits.
     ///
     /// ```
-    /// use nanolimit::{Gcra, LiveLimiter};
+    /// use nanolimit::Gcra;
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::new(Gcra::per_second(2)?);
     /// assert!(limiter.check().is_allowed());
@@ -318,7 +327,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// Checks one unit at `now`, a reading the caller already holds: no clock read.
     ///
     /// ```
-    /// use nanolimit::{Gcra, LiveLimiter};
+    /// use nanolimit::Gcra;
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::new(Gcra::per_second(1)?);
     /// let now = limiter.now();
@@ -338,7 +348,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// there (a cost above the limit).
     ///
     /// ```
-    /// use nanolimit::{Gcra, LiveLimiter, ManualClock, Request};
+    /// use nanolimit::{Gcra, ManualClock, Request};
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::with_clock(Gcra::per_second(10)?, ManualClock::new());
     /// assert!(limiter.check_with(Request::cost(20)).is_err());
@@ -358,7 +369,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// Whether one unit would pass now under the current quota, consuming nothing.
     ///
     /// ```
-    /// use nanolimit::{Gcra, LiveLimiter, ManualClock};
+    /// use nanolimit::{Gcra, ManualClock};
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::with_clock(Gcra::per_second(1)?, ManualClock::new());
     /// assert!(limiter.check().is_allowed());
@@ -378,7 +390,8 @@ impl<Q: Quota, C: Clock> LiveLimiter<Q, C> {
     /// nothing.
     ///
     /// ```
-    /// use nanolimit::{Gcra, LiveLimiter, ManualClock, Request};
+    /// use nanolimit::{Gcra, ManualClock, Request};
+    /// use nanolimit::live::LiveLimiter;
     ///
     /// let limiter = LiveLimiter::with_clock(Gcra::per_minute(10)?, ManualClock::new());
     /// assert!(limiter.check_with(Request::cost(8))?.is_allowed());

@@ -52,7 +52,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Every quota can be made live ([`LiveLimiter`](crate::LiveLimiter): its quota changed at
+//! Every quota can be made live ([`LiveLimiter`](crate::live::LiveLimiter): its quota changed at
 //! runtime) and used as a tier of a limiter whose state counts in the same units
 //! ([`Limiter::tier`](crate::Limiter::tier)). [`Gcra::unlimited`] is a real quota that denies
 //! nothing a real workload sends; `burst_then_never(n)` ([`FixedWindow::burst_then_never`],
@@ -120,7 +120,8 @@ use core::fmt::Debug;
 /// What a step function decided for one request.
 ///
 /// ```
-/// use nanolimit::{Gcra, Quota, Step, Timestamp};
+/// use nanolimit::{Gcra, Quota, Timestamp};
+/// use nanolimit::quota::Step;
 ///
 /// let quota = Gcra::per_second(1)?;
 /// let now = quota.instant(Timestamp::ORIGIN);
@@ -178,7 +179,7 @@ mod private {
         }
     }
 
-    /// A quota as a few words, so that a [`LiveLimiter`](crate::LiveLimiter) can publish a
+    /// A quota as a few words, so that a [`LiveLimiter`](crate::live::LiveLimiter) can publish a
     /// new one to racing checks (`src/live/quota_cell.rs`): every [`Quota`](super::Quota) is.
     pub trait Encoded: Sized {
         /// Every field of the quota, in [`QUOTA_WORDS`](super::QUOTA_WORDS) words (unused ones
@@ -192,7 +193,7 @@ mod private {
 pub(crate) use private::{Encoded, Sealed};
 pub(crate) use state::SlotState;
 
-/// The most words a quota is encoded in, for a [`LiveLimiter`](crate::LiveLimiter) (GCRA's
+/// The most words a quota is encoded in, for a [`LiveLimiter`](crate::live::LiveLimiter) (GCRA's
 /// seven fields).
 pub(crate) const QUOTA_WORDS: usize = 7;
 
@@ -219,7 +220,8 @@ pub(crate) const QUOTA_WORDS: usize = 7;
 /// - the two largest `u64` values are never produced (keyed tables use them as slot markers).
 ///
 /// ```
-/// use nanolimit::{FixedWindow, Quota, Step, Timestamp};
+/// use nanolimit::{FixedWindow, Quota, Timestamp};
+/// use nanolimit::quota::Step;
 /// use std::time::Duration;
 ///
 /// let quota = FixedWindow::new(2, Duration::from_secs(1))?;
@@ -257,7 +259,8 @@ pub trait Quota: SlotState + Sealed + Encoded {
     /// the new state.
     ///
     /// ```
-    /// use nanolimit::{Gcra, Quota, Step, Timestamp};
+    /// use nanolimit::{Gcra, Quota, Timestamp};
+    /// use nanolimit::quota::Step;
     ///
     /// let quota = Gcra::per_second(1)?;
     /// let now = quota.instant(Timestamp::ORIGIN);
@@ -282,7 +285,8 @@ pub trait Quota: SlotState + Sealed + Encoded {
     /// How many unit-cost requests would pass right now, given `state`.
     ///
     /// ```
-    /// use nanolimit::{FixedWindow, Quota, Step, Timestamp};
+    /// use nanolimit::{FixedWindow, Quota, Timestamp};
+    /// use nanolimit::quota::Step;
     ///
     /// let quota = FixedWindow::per_second(5)?;
     /// let now = quota.instant(Timestamp::ORIGIN);
@@ -295,7 +299,8 @@ pub trait Quota: SlotState + Sealed + Encoded {
     /// Nanoseconds until `state` is as good as fresh (the whole limit again), with no traffic.
     ///
     /// ```
-    /// use nanolimit::{Gcra, Quota, Step, Timestamp};
+    /// use nanolimit::{Gcra, Quota, Timestamp};
+    /// use nanolimit::quota::Step;
     ///
     /// // 10 per second: one unit comes back every 100 ms.
     /// let quota = Gcra::per_second(10)?;
@@ -310,7 +315,8 @@ pub trait Quota: SlotState + Sealed + Encoded {
     /// now). `cost` must be at most [`limit`](Self::limit).
     ///
     /// ```
-    /// use nanolimit::{Gcra, Quota, Step, Timestamp};
+    /// use nanolimit::{Gcra, Quota, Timestamp};
+    /// use nanolimit::quota::Step;
     ///
     /// let quota = Gcra::per_second(10)?.with_burst(1)?;
     /// let now = quota.instant(Timestamp::ORIGIN);
@@ -340,7 +346,8 @@ pub trait Quota: SlotState + Sealed + Encoded {
     /// reuse its slot for another key.
     ///
     /// ```
-    /// use nanolimit::{Gcra, Quota, Step, Timestamp};
+    /// use nanolimit::{Gcra, Quota, Timestamp};
+    /// use nanolimit::quota::Step;
     ///
     /// let quota = Gcra::per_second(1)?;
     /// let start = quota.instant(Timestamp::ORIGIN);

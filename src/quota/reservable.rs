@@ -52,7 +52,8 @@ pub(crate) const MAX_WAIT_TICKS: u64 = 1 << 61;
 /// compare-and-swap driver as [`step`](Quota::step).
 ///
 /// ```
-/// use nanolimit::{Gcra, Quota, Step, Timestamp};
+/// use nanolimit::{Gcra, Quota, Timestamp};
+/// use nanolimit::quota::Step;
 /// use std::time::Duration;
 ///
 /// // 10 per second, burst 1: a unit every 100 ms.

@@ -34,7 +34,7 @@
 //! | every unit exact across the fleet, and a round trip per check is affordable | [`RedisLimiter`] (GCRA or a window), [`RedisSlidingLogLimiter`] (at most `L` in any window) |
 //! | checks that cost nanoseconds, with at most `processes × largest lease` over-admission | [`LeasedRedisLimiter`] |
 //! | one process | [`KeyedLimiter`](crate::KeyedLimiter) |
-//! | one process's threads sharing one budget | [`StripedLimiter`](crate::StripedLimiter) |
+//! | one process's threads sharing one budget | [`StripedLimiter`](crate::striped::StripedLimiter) |
 //!
 //! # Same decisions as in process
 //!

@@ -57,7 +57,7 @@ pub const MAX_KEYED_LIMIT: u64 = 1_024;
 ///   log's units, and the evicted key, if it comes back, starts on another log, as in the other
 ///   keyed limiters (its units in the window are forgotten).
 /// - **Hashed keys** (the default) are told apart by their 64-bit hash: two keys with equal
-///   hashes share one log (see the [`keyed`](crate::keyed) module); [`Exact`](crate::Exact) keys never do.
+///   hashes share one log (see the [`keyed`](crate::keyed) module); [`Exact`](crate::keyed::Exact) keys never do.
 ///
 /// How the log's protocol runs on the table's slots, and why an admission always counts in its
 /// own key's log, is in `src/sliding_log/slots.rs` (in these docs with

@@ -59,7 +59,7 @@
 //! Admissions from several cores at once do not scale as GCRA's do: each moves a record's cache
 //! line and the position word between cores. The log suits small, strict limits; for tens of
 //! millions of admissions per second across cores, use GCRA or a
-//! [`StripedLimiter`](crate::StripedLimiter) (`docs/performance.md` measures both).
+//! [`StripedLimiter`](crate::striped::StripedLimiter) (`docs/performance.md` measures both).
 //!
 //! # Per key
 //!

@@ -3,7 +3,8 @@
 
 use super::limiters::limiter;
 use super::time::{at, HORIZON_NS, SECOND_NS, YEAR_NS};
-use nanolimit::{Clock, Limiter, ManualClock, Quota, Request, Timestamp, TimestampError};
+use nanolimit::clock::TimestampError;
+use nanolimit::{Clock, Limiter, ManualClock, Quota, Request, Timestamp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;

@@ -1,10 +1,11 @@
 //! Helpers for the keyed-table tests, generic over the key mode: tables of `u64` keys on a
-//! [`ManualClock`], built the same way whether keys are [`Hashed`](nanolimit::Hashed) or
-//! [`Exact`](nanolimit::Exact), so that a test written once over `M: KeyMode<u64>` runs in both
+//! [`ManualClock`], built the same way whether keys are [`Hashed`](nanolimit::keyed::Hashed) or
+//! [`Exact`](nanolimit::keyed::Exact), so that a test written once over `M: KeyMode<u64>` runs in both
 //! modes.
 
 use super::at;
-use nanolimit::{Decision, KeyMode, KeyedLimiter, ManualClock, Quota, WhenFull};
+use nanolimit::keyed::KeyMode;
+use nanolimit::{Decision, KeyedLimiter, ManualClock, Quota, WhenFull};
 use std::fmt::Display;
 use std::ops::Range;
 

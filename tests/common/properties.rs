@@ -3,7 +3,8 @@
 //! keeps for any input.
 
 use super::time::{at, HORIZON_NS, SECOND_NS};
-use nanolimit::{Quota, Step, Timestamp};
+use nanolimit::quota::Step;
+use nanolimit::{Quota, Timestamp};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 

@@ -4,7 +4,8 @@
 
 use super::limiters::{check_cost_at, limiter, peek_at, peek_cost_at};
 use super::time::{at, HORIZON_NS, SECOND_NS, YEAR_NS};
-use nanolimit::{Decision, Limiter, ManualClock, Quota, Request, RequestError, Step, Timestamp};
+use nanolimit::quota::Step;
+use nanolimit::{Decision, Limiter, ManualClock, Quota, Request, RequestError, Timestamp};
 use std::time::Duration;
 
 /// Asserts that `decision` (a check of `cost` at `now_ns` on `limiter`) reports an exact

@@ -4,9 +4,10 @@
 use super::{
     at, check_cost_at, limiter, monotonic, peek_at, random_schedule, HORIZON_NS, SECOND_NS, YEAR_NS,
 };
+use nanolimit::quota::Step;
 use nanolimit::quota::WindowInstant;
 use nanolimit::{
-    Decision, FixedWindow, Limiter, ManualClock, Quota, QuotaError, SlidingWindow, Step, Timestamp,
+    Decision, FixedWindow, Limiter, ManualClock, Quota, QuotaError, SlidingWindow, Timestamp,
 };
 use proptest::prelude::*;
 use rand::rngs::StdRng;

@@ -10,9 +10,11 @@
 //!   window member holds is one an allowed composite check consumed (the refunds are exact).
 
 use nanolimit::composite::Composite;
+use nanolimit::quota::Step;
+use nanolimit::striped::StripedLimiter;
 use nanolimit::{
     Clock, Decision, FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, Request,
-    RequestError, SlidingWindow, Step, StripedLimiter, Timestamp,
+    RequestError, SlidingWindow, Timestamp,
 };
 use proptest::prelude::*;
 use std::collections::HashMap;

@@ -3,8 +3,9 @@
 //! request that would wait longer than the maximum is answered 429 at once, booking nothing.
 
 use http::{Request, Response, StatusCode};
+use nanolimit::clock::TokioClock;
 use nanolimit::http::{HeaderKey, RateLimitLayer, Rejection};
-use nanolimit::{Gcra, KeyedLimiter, Limiter, TokioClock};
+use nanolimit::{Gcra, KeyedLimiter, Limiter};
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,8 @@
 //! entries whose permits are all dropped.
 
 use nanolimit::inflight::{AcquireError, KeyedInFlightLimiter, Permit, MAX_KEYED_IN_FLIGHT};
-use nanolimit::{BuildError, Hashed, KeyMode, WhenFull};
+use nanolimit::keyed::{Hashed, KeyMode};
+use nanolimit::{BuildError, WhenFull};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,9 +3,8 @@
 
 use crate::common::keyed::{clock_at, table, TableShape};
 use crate::common::SECOND_NS;
-use nanolimit::{
-    Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota, SlidingWindow,
-};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
+use nanolimit::{FixedWindow, Gcra, KeyedLimiter, ManualClock, Quota, SlidingWindow};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 

@@ -2,7 +2,8 @@
 //! of live keys first refuses a new key (the figures of the `keyed` module documentation).
 
 use crate::common::keyed::{table, TableShape};
-use nanolimit::{BuildError, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Timestamp};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
+use nanolimit::{BuildError, Gcra, KeyedLimiter, ManualClock, Timestamp};
 
 /// What building a table of `u64` keys in key mode `M` gives: its shard count, or the error.
 fn built_shards<M: KeyMode<u64>>(capacity: usize, shards: usize) -> Result<usize, BuildError> {

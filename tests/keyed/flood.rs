@@ -18,9 +18,8 @@
 
 use crate::common::at;
 use crate::common::keyed::{assert_same_decision, table, TableShape};
-use nanolimit::{
-    Exact, Gcra, Hashed, KeyMode, KeyedLimiter, Limiter, ManualClock, Stats, WhenFull,
-};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
+use nanolimit::{Gcra, KeyedLimiter, Limiter, ManualClock, Stats, WhenFull};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::{Duration, Instant};

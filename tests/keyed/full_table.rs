@@ -4,10 +4,8 @@
 
 use crate::common::keyed::{clock_at, fill, one_bucket, MILLISECOND_NS};
 use crate::common::{at, SECOND_NS};
-use nanolimit::{
-    Exact, FixedWindow, Gcra, Hashed, KeyMode, Limiter, ManualClock, Quota, Request, SlidingWindow,
-    WhenFull,
-};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
+use nanolimit::{FixedWindow, Gcra, Limiter, ManualClock, Quota, Request, SlidingWindow, WhenFull};
 use std::time::Duration;
 
 fn full_table_denies_new_keys_by_default_and_keeps_live_keys_exact<M: KeyMode<u64>>() {

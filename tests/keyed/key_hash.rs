@@ -3,7 +3,8 @@
 //! high bits at all) still spread over the whole table and fill it to its capacity.
 
 use crate::common::keyed::{clock_at, table, TableShape};
-use nanolimit::{Gcra, Hashed};
+use nanolimit::keyed::Hashed;
+use nanolimit::Gcra;
 
 /// Fills a table of capacity 20,000 with the live keys `hashes` names, asserting none is refused:
 /// a table holds its capacity in caller hashes however few of their bits vary.

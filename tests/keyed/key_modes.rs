@@ -1,7 +1,8 @@
 //! Key modes: `Exact` keys are the integers (and addresses) themselves, `Hashed` keys may be any
 //! `Hash` type, unsized included.
 
-use nanolimit::{Exact, FixedWindow, Gcra, KeyedLimiter, ManualClock, SlidingWindow};
+use nanolimit::keyed::Exact;
+use nanolimit::{FixedWindow, Gcra, KeyedLimiter, ManualClock, SlidingWindow};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 #[test]

@@ -13,9 +13,11 @@
 
 use crate::common::keyed::{clock_at, table, TableShape};
 use crate::common::SECOND_NS;
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
+use nanolimit::quota::Step;
 use nanolimit::{
-    Clock, Decision, Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota,
-    QuotaError, Request, RequestError, SlidingWindow, Step, Timestamp,
+    Clock, Decision, FixedWindow, Gcra, KeyedLimiter, ManualClock, Quota, QuotaError, Request,
+    RequestError, SlidingWindow, Timestamp,
 };
 use proptest::prelude::*;
 use std::collections::HashMap;

@@ -3,9 +3,9 @@
 
 use crate::common::keyed::{assert_same_decision, table, TableShape, MILLISECOND_NS};
 use crate::common::{at, SECOND_NS};
+use nanolimit::keyed::{Exact, Hashed};
 use nanolimit::{
-    Exact, FixedWindow, Gcra, Hashed, Limiter, ManualClock, Quota, Request, RequestError,
-    SlidingWindow, Timestamp,
+    FixedWindow, Gcra, Limiter, ManualClock, Quota, Request, RequestError, SlidingWindow, Timestamp,
 };
 use std::time::Duration;
 

@@ -3,9 +3,8 @@
 
 use crate::common::keyed::{clock_at, fill, one_bucket, MILLISECOND_NS};
 use crate::common::{at, SECOND_NS, YEAR_NS};
-use nanolimit::{
-    Exact, FixedWindow, Gcra, Hashed, KeyMode, Quota, Request, SlidingWindow, WhenFull,
-};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
+use nanolimit::{FixedWindow, Gcra, Quota, Request, SlidingWindow, WhenFull};
 use std::time::Duration;
 
 /// A reading far behind the table's latest ones (a caller-supplied time, or a thread stalled
@@ -291,8 +290,8 @@ fn assert_every_admission_builds_on_its_keys_last<M: KeyMode<u64>, Q: Quota>(
     let clock = clock_at(0);
     let limiter = one_bucket::<M, _>(quota, WhenFull::Deny, &clock);
     let increment = |cost: u64| match quota.step(Q::FRESH, quota.instant(at(0)), cost) {
-        nanolimit::Step::Allow(word) => word,
-        nanolimit::Step::Deny => unreachable!("a fresh state admits the limit"),
+        nanolimit::quota::Step::Allow(word) => word,
+        nanolimit::quota::Step::Deny => unreachable!("a fresh state admits the limit"),
     };
     let mut last_word = [None::<u64>; 12];
     let mut latest_ns = 0u64;

@@ -6,9 +6,10 @@
 
 use crate::common::keyed::{clock_at, one_bucket};
 use crate::common::{at, SECOND_NS};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
 use nanolimit::{
-    Decision, Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota, Request,
-    SlidingWindow, Stats, WhenFull,
+    Decision, FixedWindow, Gcra, KeyedLimiter, ManualClock, Quota, Request, SlidingWindow, Stats,
+    WhenFull,
 };
 use std::time::Duration;
 

@@ -5,9 +5,9 @@
 
 use crate::common::keyed::{clock_at, fill, one_bucket, table, TableShape};
 use crate::common::{at, SECOND_NS};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
 use nanolimit::{
-    Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock, Quota, SlidingWindow,
-    Stats, WhenFull,
+    FixedWindow, Gcra, KeyedLimiter, ManualClock, Quota, SlidingWindow, Stats, WhenFull,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;

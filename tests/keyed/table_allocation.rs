@@ -7,7 +7,8 @@
 //! telling the child test to run; run alone, the child test does nothing. Linux only
 //! (the limit is `RLIMIT_AS`).
 
-use nanolimit::{BuildError, Exact, Gcra, Hashed, KeyMode, KeyedLimiter, ManualClock};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
+use nanolimit::{BuildError, Gcra, KeyedLimiter, ManualClock};
 
 /// Set in the child's environment: the child test runs only under the limit.
 const CHILD_VARIABLE: &str = "NANOLIMIT_TABLE_ALLOCATION_CHILD";

@@ -5,9 +5,10 @@
 
 use crate::common::keyed::{assert_same_decision, clock_at, table, TableShape, MILLISECOND_NS};
 use crate::common::{at, SECOND_NS};
+use nanolimit::keyed::{Exact, Hashed, KeyMode};
 use nanolimit::{
-    Exact, FixedWindow, Gcra, Hashed, KeyMode, KeyedLimiter, Limiter, ManualClock, Quota,
-    QuotaError, Request, RequestError, SlidingWindow, Timestamp,
+    FixedWindow, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, QuotaError, Request,
+    RequestError, SlidingWindow, Timestamp,
 };
 use std::time::Duration;
 

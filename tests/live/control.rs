@@ -6,9 +6,10 @@ use crate::common::{
     any_cost, any_reading, any_state, at, check_every_method_on_any_input, limiter,
     proptest_config, HORIZON_NS, SECOND_NS, YEAR_NS,
 };
+use nanolimit::live::LiveLimiter;
+use nanolimit::quota::Step;
 use nanolimit::{
-    FixedWindow, Gcra, KeyedLimiter, LiveLimiter, ManualClock, Quota, QuotaError, Request,
-    SlidingWindow, Step,
+    FixedWindow, Gcra, KeyedLimiter, ManualClock, Quota, QuotaError, Request, SlidingWindow,
 };
 use proptest::prelude::*;
 use rand::rngs::StdRng;

@@ -2,7 +2,8 @@
 //! horizon is an error where it is made) and [`ManualClock`].
 
 use crate::common::{at, HORIZON_NS};
-use nanolimit::{Clock, ManualClock, Timestamp, TimestampError};
+use nanolimit::clock::TimestampError;
+use nanolimit::{Clock, ManualClock, Timestamp};
 use std::time::Duration;
 
 #[test]

@@ -22,8 +22,9 @@ use crate::common::{
     check_every_method_on_any_input, limiter, peek_at, proptest_config, HORIZON_NS, SECOND_NS,
     YEAR_NS,
 };
+use nanolimit::quota::Step;
 use nanolimit::{
-    Clock, FixedWindow, Limiter, ManualClock, Quota, QuotaError, RateLimitHeaders, Request, Step,
+    Clock, FixedWindow, Limiter, ManualClock, Quota, QuotaError, RateLimitHeaders, Request,
     Timestamp,
 };
 use proptest::prelude::*;

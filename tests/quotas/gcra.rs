@@ -13,9 +13,10 @@ use crate::common::{
     check_every_method_on_any_input, limiter, monotonic, peek_at, peek_cost_at, proptest_config,
     random_schedule, DAY_NS, HORIZON_NS, SECOND_NS, YEAR_NS,
 };
+use nanolimit::quota::Step;
 use nanolimit::{
     Clock, Decision, Gcra, Limiter, ManualClock, Quota, QuotaError, RateLimitHeaders, Request,
-    RequestError, Step, Timestamp,
+    RequestError, Timestamp,
 };
 use proptest::prelude::*;
 use rand::rngs::StdRng;

@@ -22,8 +22,9 @@ use crate::common::{
     check_every_method_on_any_input, limiter, peek_at, proptest_config, DAY_NS, HORIZON_NS,
     SECOND_NS, YEAR_NS,
 };
+use nanolimit::quota::Step;
 use nanolimit::{
-    Clock, Limiter, ManualClock, Quota, QuotaError, RateLimitHeaders, Request, SlidingWindow, Step,
+    Clock, Limiter, ManualClock, Quota, QuotaError, RateLimitHeaders, Request, SlidingWindow,
     Timestamp,
 };
 use proptest::prelude::*;

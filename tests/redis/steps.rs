@@ -4,8 +4,9 @@
 //! `support`.
 
 use crate::support::{raw_connection, redis_url, unique_prefix};
+use nanolimit::quota::Step;
 use nanolimit::redis::{FailurePolicy, RedisLimiter, RedisQuota};
-use nanolimit::{FixedWindow, Gcra, Quota, Request, SlidingWindow, Step, Timestamp};
+use nanolimit::{FixedWindow, Gcra, Quota, Request, SlidingWindow, Timestamp};
 use rand::{Rng, SeedableRng};
 use redis::AsyncCommands;
 use std::time::Duration;

@@ -9,8 +9,9 @@
 
 use crate::common::sliding_log::{observed, quotas, Expected, ReferenceLog};
 use crate::common::{at, proptest_config, DAY_NS, HORIZON_NS, SECOND_NS};
+use nanolimit::keyed::{Hashed, KeyMode};
 use nanolimit::sliding_log::{KeyedSlidingLogLimiter, SlidingLog, MAX_KEYED_LIMIT};
-use nanolimit::{BuildError, Hashed, KeyMode, ManualClock, Request, RequestError, WhenFull};
+use nanolimit::{BuildError, ManualClock, Request, RequestError, WhenFull};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use std::cell::Cell;
@@ -775,8 +776,10 @@ fn memory_includes_a_ring_of_records_per_slot_and_grows_with_the_limit() {
 
 /// Runs one schedule on a hashed and an exact table of the same keys and on per-key references:
 /// all three decide alike.
-fn assert_exact_keys_decide_as_hashed<K: Hash + nanolimit::ExactKey>(keys: &[K], quota: SlidingLog)
-where
+fn assert_exact_keys_decide_as_hashed<K: Hash + nanolimit::keyed::ExactKey>(
+    keys: &[K],
+    quota: SlidingLog,
+) where
     Hashed: KeyMode<K>,
 {
     let hashed = KeyedSlidingLogLimiter::<K>::builder(quota)

@@ -1,7 +1,8 @@
 //! Async waits on tokio's paused time (feature `tokio`): waiters start at their booked
 //! instants, in booking order, with no re-checks; dropping a wait gives its slot back.
 
-use nanolimit::{Clock, Gcra, KeyedLimiter, Limiter, Request, Timestamp, TokioClock};
+use nanolimit::clock::TokioClock;
+use nanolimit::{Clock, Gcra, KeyedLimiter, Limiter, Request, Timestamp};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -24,9 +24,11 @@
 use crate::common::{
     any_cost, any_reading, any_state, at, proptest_config, HORIZON_NS, SECOND_NS, YEAR_NS,
 };
+use nanolimit::keyed::Exact;
+use nanolimit::quota::Step;
 use nanolimit::{
-    Exact, Gcra, KeyedLimiter, Limiter, ManualClock, Quota, QuotaError, Request, RequestError,
-    Reservation, Step, Timestamp, WhenFull,
+    Gcra, KeyedLimiter, Limiter, ManualClock, Quota, QuotaError, Request, RequestError,
+    Reservation, Timestamp, WhenFull,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;

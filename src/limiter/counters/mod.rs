@@ -37,9 +37,9 @@
 //! The HTTP layer's own statistics count on the same striped counters. [`StripedLimiter`],
 //! [`SlidingLogLimiter`] and [`InFlightLimiter`] keep no counters.
 //!
-//! [`StripedLimiter`]: crate::StripedLimiter
-//! [`SlidingLogLimiter`]: crate::SlidingLogLimiter
-//! [`InFlightLimiter`]: crate::InFlightLimiter
+//! [`StripedLimiter`]: crate::striped::StripedLimiter
+//! [`SlidingLogLimiter`]: crate::sliding_log::SlidingLogLimiter
+//! [`InFlightLimiter`]: crate::inflight::InFlightLimiter
 //!
 //! | file | concern |
 //! |---|---|

@@ -11,7 +11,7 @@
 //!   before the next owner's loads, so no count is lost (the argument is in `thread_index`).
 //! - **Shared**, for threads that own no slot (more threads alive than slots, or a thread whose
 //!   thread-locals are being destroyed), picked by the thread's number (the mapping the
-//!   [`StripedLimiter`](crate::StripedLimiter) uses). A count there is a Relaxed `fetch_add`, so
+//!   [`StripedLimiter`](crate::striped::StripedLimiter) uses). A count there is a Relaxed `fetch_add`, so
 //!   threads sharing a stripe lose nothing.
 //!
 //! A read sums every stripe with Relaxed loads: exact once the counting threads are joined (or

@@ -1,4 +1,4 @@
-//! GCRA as words, for a [`LiveLimiter`](crate::LiveLimiter)'s quota cell: every field, the
+//! GCRA as words, for a [`LiveLimiter`](crate::live::LiveLimiter)'s quota cell: every field, the
 //! judging lead included.
 
 use super::Gcra;

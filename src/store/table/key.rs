@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 /// state with that address written as IPv6: the same host.
 ///
 /// ```
-/// use nanolimit::ExactKey;
+/// use nanolimit::keyed::ExactKey;
 /// use std::net::Ipv4Addr;
 ///
 /// assert_eq!(Ipv4Addr::new(10, 0, 0, 1).to_u128(), 0x0a00_0001);
@@ -82,7 +82,8 @@ impl<T: ExactKey + ?Sized> ExactKey for &T {
 /// probability under [key identity and collisions](crate::keyed#key-identity-and-collisions).
 ///
 /// ```
-/// use nanolimit::{Gcra, Hashed, KeyedLimiter, QuantaClock};
+/// use nanolimit::{Gcra, KeyedLimiter, QuantaClock};
+/// use nanolimit::keyed::Hashed;
 /// use std::net::Ipv4Addr;
 ///
 /// // `Hashed` is the default key mode: these two types are the same.
@@ -98,7 +99,8 @@ pub struct Hashed;
 /// exactly, so two keys never share a state. Its cost per key is under [sizing](crate::keyed#sizing).
 ///
 /// ```
-/// use nanolimit::{Exact, Gcra, KeyedLimiter, QuantaClock};
+/// use nanolimit::{Gcra, KeyedLimiter, QuantaClock};
+/// use nanolimit::keyed::Exact;
 /// use std::net::IpAddr;
 ///
 /// let limiter: KeyedLimiter<IpAddr, Gcra, QuantaClock, Exact> =
