@@ -2,12 +2,10 @@
 
 use super::limiter::RedisLimiter;
 use super::policy::FailurePolicy;
-use super::quota::RedisQuota;
-use super::sliding_log::{RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT};
+use super::quota::RedisKind;
 use super::stats::Counters;
 use super::store::Store;
 use crate::engine::error::BuildError;
-use crate::sliding_log::SlidingLog;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
 
@@ -22,8 +20,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5);
 /// The largest epoch a builder accepts (the year 36812): the scripts read it as a Lua number.
 const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
 
-/// Configures a [`RedisLimiter`] or a [`RedisSlidingLogLimiter`]; made by
-/// [`RedisLimiter::builder`] or [`RedisSlidingLogLimiter::builder`].
+/// Configures a [`RedisLimiter`]; made by [`RedisLimiter::builder`].
 ///
 /// | setting | default | set with |
 /// |---|---|---|
@@ -114,6 +111,60 @@ impl<Q> RedisLimiterBuilder<Q> {
             .set_connection_timeout(Some(self.timeout.max(Duration::from_millis(100))));
         ConnectionManager::new_lazy_with_config(client, config).map_err(connection_error)
     }
+}
+
+impl<Q: RedisKind> RedisLimiterBuilder<Q> {
+    /// A limiter on the server at `url` (`redis://host:port/db`), through a
+    /// [`ConnectionManager`] that connects on the first call and reconnects after failures.
+    /// Must be called within a tokio runtime. Fails only on a malformed URL or configuration,
+    /// and for a [`SlidingLog`](crate::sliding_log::SlidingLog) whose limit is above
+    /// [`MAX_SLIDING_LOG_LIMIT`](super::MAX_SLIDING_LOG_LIMIT) ([`BuildError::LimitTooLarge`]).
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    /// use nanolimit::BuildError;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Connects lazily: building needs no server.
+    /// let resets = RedisLimiter::builder(SlidingLog::per_hour(3)?).build("redis://127.0.0.1:6379")?;
+    /// assert_eq!(resets.quota().limit(), 3);
+    /// let too_large = RedisLimiter::builder(SlidingLog::per_hour(1_000_000)?)
+    ///     .build("redis://127.0.0.1:6379");
+    /// assert!(matches!(too_large, Err(BuildError::LimitTooLarge { max: 100_000, .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn build(self, url: &str) -> Result<RedisLimiter<Q>, BuildError> {
+        self.check()?;
+        let connection = self.connect(url)?;
+        Ok(self.limiter(connection))
+    }
+
+    /// A limiter on a connection the caller made (to share one among several limiters); fails
+    /// as [`build`](Self::build) does, but for the URL.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    /// use nanolimit::Gcra;
+    /// use redis::aio::ConnectionManager;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://127.0.0.1:6379")?;
+    /// let connection = ConnectionManager::new(client).await?;
+    /// let requests = RedisLimiter::builder(Gcra::per_second(100)?).build_on(connection.clone())?;
+    /// let logins = RedisLimiter::builder(SlidingLog::per_hour(5)?).build_on(connection)?;
+    /// # let _ = (requests, logins);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn build_on(self, connection: ConnectionManager) -> Result<RedisLimiter<Q>, BuildError> {
+        self.check()?;
+        Ok(self.limiter(connection))
+    }
 
     fn check(&self) -> Result<(), BuildError> {
         if self.timeout.is_zero() {
@@ -124,79 +175,23 @@ impl<Q> RedisLimiterBuilder<Q> {
                 epoch_unix_seconds: self.epoch_unix_seconds,
             });
         }
-        Ok(())
+        self.quota.check_buildable()
     }
 
-    /// The quota, and the store its limiter calls through, for keys named
-    /// `{prefix}:{algorithm}:{{key}}`.
-    fn store(self, connection: ConnectionManager, algorithm: &str) -> (Q, Store) {
+    /// The limiter on `connection`, for keys named `{prefix}:{algorithm}:{{key}}`.
+    fn limiter(self, connection: ConnectionManager) -> RedisLimiter<Q> {
         let store = Store {
             connection,
-            key_prefix: format!("{}:{algorithm}:", self.prefix),
+            key_prefix: format!("{}:{}:", self.prefix, Q::ALGORITHM),
             timeout: self.timeout,
             policy: self.policy,
             epoch_unix_seconds: self.epoch_unix_seconds,
             counters: Counters::default(),
         };
-        (self.quota, store)
-    }
-}
-
-impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
-    /// A limiter on the server at `url` (`redis://host:port/db`), through a
-    /// [`ConnectionManager`] that connects on the first call and reconnects after failures.
-    /// Must be called within a tokio runtime. Fails only on a malformed URL or configuration.
-    pub fn build(self, url: &str) -> Result<RedisLimiter<Q>, BuildError> {
-        self.check()?;
-        let connection = self.connect(url)?;
-        Ok(self.limiter(connection))
-    }
-
-    /// A limiter on a connection the caller made (to share one among several limiters).
-    pub fn build_on(self, connection: ConnectionManager) -> Result<RedisLimiter<Q>, BuildError> {
-        self.check()?;
-        Ok(self.limiter(connection))
-    }
-
-    fn limiter(self, connection: ConnectionManager) -> RedisLimiter<Q> {
-        let (quota, store) = self.store(connection, Q::ALGORITHM);
-        RedisLimiter { quota, store }
-    }
-}
-
-impl RedisLimiterBuilder<SlidingLog> {
-    /// A sliding log on the server at `url`, connected as [`RedisLimiter`]s are (see the
-    /// other [`build`](RedisLimiterBuilder::build)). Fails also for a limit above
-    /// [`MAX_SLIDING_LOG_LIMIT`] ([`BuildError::LimitTooLarge`]).
-    pub fn build(self, url: &str) -> Result<RedisSlidingLogLimiter, BuildError> {
-        self.check_log()?;
-        let connection = self.connect(url)?;
-        Ok(self.log(connection))
-    }
-
-    /// A sliding log on a connection the caller made; fails as [`build`](Self::build) does.
-    pub fn build_on(
-        self,
-        connection: ConnectionManager,
-    ) -> Result<RedisSlidingLogLimiter, BuildError> {
-        self.check_log()?;
-        Ok(self.log(connection))
-    }
-
-    fn check_log(&self) -> Result<(), BuildError> {
-        self.check()?;
-        if self.quota.limit() > MAX_SLIDING_LOG_LIMIT {
-            return Err(BuildError::LimitTooLarge {
-                limit: self.quota.limit(),
-                max: MAX_SLIDING_LOG_LIMIT,
-            });
+        RedisLimiter {
+            quota: self.quota,
+            store,
         }
-        Ok(())
-    }
-
-    fn log(self, connection: ConnectionManager) -> RedisSlidingLogLimiter {
-        let (quota, store) = self.store(connection, RedisSlidingLogLimiter::ALGORITHM);
-        RedisSlidingLogLimiter { quota, store }
     }
 }
 

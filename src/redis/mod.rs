@@ -1,5 +1,6 @@
-//! Limits shared by many servers, kept in Redis (feature `redis`): [`RedisLimiter`], and
-//! [`RedisSlidingLogLimiter`] for the exact sliding log.
+//! Limits shared by many servers, kept in Redis (feature `redis`): [`RedisLimiter`], for the
+//! quotas' state words and the exact sliding log, and [`LeasedRedisLimiter`], which spends a
+//! [`Gcra`](crate::Gcra) budget in Redis from local leases.
 //!
 //! A limit that must hold across a fleet (per API key, per tenant) cannot live in one process.
 //! [`RedisLimiter`] keeps each key's state in Redis and decides with one atomic Lua script per
@@ -34,12 +35,13 @@
 //! | algorithm | limiter | what Redis holds per key | decision |
 //! |---|---|---|---|
 //! | [`Gcra`](crate::Gcra), [`SlidingWindow`](crate::SlidingWindow), [`FixedWindow`](crate::FixedWindow) | [`RedisLimiter`] | the quota's state word | [`Decision`](crate::Decision) |
-//! | [`SlidingLog`](crate::sliding_log::SlidingLog) (exact) | [`RedisSlidingLogLimiter`] | a sorted set, one member per unit in the window (up to [`MAX_SLIDING_LOG_LIMIT`]) | [`Decision`](crate::Decision) |
+//! | [`SlidingLog`](crate::sliding_log::SlidingLog) (exact) | [`RedisLimiter<SlidingLog>`](RedisLimiter#the-exact-sliding-log) | a sorted set, one member per unit in the window (up to [`MAX_SLIDING_LOG_LIMIT`]) | [`Decision`](crate::Decision) |
+//! | [`Gcra`](crate::Gcra), spent from local leases | [`LeasedRedisLimiter`] (from the same builder) | the quota's state word | [`Decision`](crate::Decision) |
 //!
 //! The sliding log's script keeps every time exact without scores: its members are named by
 //! their times as 16 hex digits, all of score 0, and it selects them by lexicographic ranges
-//! (see [`RedisSlidingLogLimiter`]); both limiters share the builder, the time, the failure
-//! policy and the statistics below.
+//! (see [the sliding log](RedisLimiter#the-exact-sliding-log)); every kind shares the builder,
+//! the time, the failure policy and the statistics below.
 //!
 //! # Time
 //!
@@ -77,4 +79,4 @@ pub use leased::{LeasedRedisLimiter, LeasedRedisLimiterBuilder};
 pub use limiter::RedisLimiter;
 pub use policy::FailurePolicy;
 pub use quota::RedisQuota;
-pub use sliding_log::{RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT};
+pub use sliding_log::MAX_SLIDING_LOG_LIMIT;
