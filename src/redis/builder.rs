@@ -1,12 +1,16 @@
-//! Building a [`RedisLimiter`]: the connection, key prefix, timeout, failure policy and epoch.
+//! Building a [`RedisLimiter`]: the connection, key prefix, timeout, failure policy and epoch
+//! (the settings of a leased limiter's leases are in `leased/options.rs`).
 
+use super::leased::LeaseOptions;
 use super::limiter::RedisLimiter;
 use super::policy::FailurePolicy;
 use super::quota::RedisKind;
 use super::stats::Counters;
 use super::store::Store;
+use crate::clock::QuantaClock;
 use crate::engine::error::BuildError;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use core::fmt;
 use std::time::Duration;
 
 /// The default epoch: 2025-01-01T00:00:00Z, in seconds of the Unix clock. Times are counted in
@@ -20,7 +24,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5);
 /// The largest epoch a builder accepts (the year 36812): the scripts read it as a Lua number.
 const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
 
-/// Configures a [`RedisLimiter`]; made by [`RedisLimiter::builder`].
+/// Configures a [`RedisLimiter`], or a [`LeasedRedisLimiter`](super::LeasedRedisLimiter) of a
+/// [`Gcra`](crate::Gcra) limit; made by [`RedisLimiter::builder`].
 ///
 /// | setting | default | set with |
 /// |---|---|---|
@@ -28,8 +33,17 @@ const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
 /// | per-call timeout | 5 ms | [`timeout`](Self::timeout) |
 /// | failure policy | [`FailurePolicy::Open`] | [`failure_policy`](Self::failure_policy) |
 /// | epoch (time origin) | 2025-01-01T00:00:00Z | [`epoch_unix_seconds`](Self::epoch_unix_seconds) |
+/// | lease sizes (leased) | 1 to `min(1,024, burst / 8)` units (at least 1) | [`lease_units`](Self::lease_units) |
+/// | lease lifetime (leased) | 100 ms | [`lease_lifetime`](Self::lease_lifetime) |
+/// | local table (leased) | 100,000 keys | [`lease_capacity`](Self::lease_capacity) |
+/// | background refills (leased) | on | [`background_refills`](Self::background_refills) |
+/// | clock of lease lifetimes (leased): `C` | [`QuantaClock`] | [`lease_clock`](Self::lease_clock) |
 ///
-/// Every server that shares a limit must use the same prefix, quota and epoch.
+/// [`build`](Self::build) makes a [`RedisLimiter`]; for a [`Gcra`](crate::Gcra) limit,
+/// [`build_leased`](Self::build_leased) makes a
+/// [`LeasedRedisLimiter`](super::LeasedRedisLimiter) on the same keys, which the lease settings
+/// (a [`Gcra`](crate::Gcra) builder's only) configure. Every server that shares a limit must use
+/// the same prefix, quota and epoch.
 ///
 /// ```
 /// use nanolimit::redis::{FailurePolicy, RedisLimiter};
@@ -45,17 +59,37 @@ const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
 ///     .failure_policy(FailurePolicy::Closed)
 ///     .build("redis://127.0.0.1:6379")?;
 /// assert_eq!(limiter.key_name("tenant-7"), "api:gcra:{tenant-7}");
+/// let leased = RedisLimiter::builder(Gcra::per_second(100)?)
+///     .prefix("api")
+///     .lease_units(1, 10)
+///     .build_leased("redis://127.0.0.1:6379")?;
+/// assert_eq!(leased.over_admission_bound(3), 30);
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct RedisLimiterBuilder<Q> {
-    quota: Q,
-    prefix: String,
-    timeout: Duration,
-    policy: FailurePolicy,
-    epoch_unix_seconds: u64,
+pub struct RedisLimiterBuilder<Q, C = QuantaClock> {
+    pub(super) quota: Q,
+    pub(super) prefix: String,
+    pub(super) timeout: Duration,
+    pub(super) policy: FailurePolicy,
+    pub(super) epoch_unix_seconds: u64,
+    /// A leased limiter's settings (a [`Gcra`](crate::Gcra) builder's only).
+    pub(super) lease: LeaseOptions<C>,
+}
+
+impl<Q: fmt::Debug, C> fmt::Debug for RedisLimiterBuilder<Q, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisLimiterBuilder")
+            .field("quota", &self.quota)
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .field("epoch_unix_seconds", &self.epoch_unix_seconds)
+            .field("lease", &self.lease)
+            .finish()
+    }
 }
 
 impl<Q> RedisLimiterBuilder<Q> {
@@ -66,9 +100,12 @@ impl<Q> RedisLimiterBuilder<Q> {
             timeout: DEFAULT_TIMEOUT,
             policy: FailurePolicy::Open,
             epoch_unix_seconds: DEFAULT_EPOCH_UNIX_SECONDS,
+            lease: LeaseOptions::new(),
         }
     }
+}
 
+impl<Q, C> RedisLimiterBuilder<Q, C> {
     /// The first part of every key name: `{prefix}:{algorithm}:{{key}}`. Use one prefix per
     /// quota: two limiters with different quotas of one algorithm under one prefix would read
     /// each other's words.
@@ -101,7 +138,7 @@ impl<Q> RedisLimiterBuilder<Q> {
     }
 
     /// The connection to `url`: lazy, reconnecting (see [`build`](Self::build)).
-    fn connect(&self, url: &str) -> Result<ConnectionManager, BuildError> {
+    pub(super) fn connect(&self, url: &str) -> Result<ConnectionManager, BuildError> {
         let client = ::redis::Client::open(url).map_err(connection_error)?;
         // Reconnection: quick first retries, then at most one attempt a second; the limiter's
         // own timeout bounds every call whatever the manager is doing.
@@ -113,7 +150,7 @@ impl<Q> RedisLimiterBuilder<Q> {
     }
 }
 
-impl<Q: RedisKind> RedisLimiterBuilder<Q> {
+impl<Q: RedisKind, C> RedisLimiterBuilder<Q, C> {
     /// A limiter on the server at `url` (`redis://host:port/db`), through a
     /// [`ConnectionManager`] that connects on the first call and reconnects after failures.
     /// Must be called within a tokio runtime. Fails only on a malformed URL or configuration,
@@ -128,7 +165,8 @@ impl<Q: RedisKind> RedisLimiterBuilder<Q> {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // Connects lazily: building needs no server.
-    /// let resets = RedisLimiter::builder(SlidingLog::per_hour(3)?).build("redis://127.0.0.1:6379")?;
+    /// let resets = RedisLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
     /// assert_eq!(resets.quota().limit(), 3);
     /// let too_large = RedisLimiter::builder(SlidingLog::per_hour(1_000_000)?)
     ///     .build("redis://127.0.0.1:6379");
@@ -166,7 +204,8 @@ impl<Q: RedisKind> RedisLimiterBuilder<Q> {
         Ok(self.limiter(connection))
     }
 
-    fn check(&self) -> Result<(), BuildError> {
+    /// Why these settings cannot make a limiter, if they cannot (the lease settings aside).
+    pub(super) fn check(&self) -> Result<(), BuildError> {
         if self.timeout.is_zero() {
             return Err(BuildError::ZeroTimeout);
         }
@@ -179,7 +218,7 @@ impl<Q: RedisKind> RedisLimiterBuilder<Q> {
     }
 
     /// The limiter on `connection`, for keys named `{prefix}:{algorithm}:{{key}}`.
-    fn limiter(self, connection: ConnectionManager) -> RedisLimiter<Q> {
+    pub(super) fn limiter(self, connection: ConnectionManager) -> RedisLimiter<Q> {
         let store = Store {
             connection,
             key_prefix: format!("{}:{}:", self.prefix, Q::ALGORITHM),

@@ -42,6 +42,9 @@ use std::time::SystemTime;
 ///   [`FailurePolicy`] decides ([`Decision::is_fallback`]), and [`stats`](Self::stats) counts it.
 /// - No tiers, reservations or waits: a request with a tier fails with
 ///   [`RequestError::ForeignTier`].
+/// - Leases: the builder of a [`Gcra`](crate::Gcra) limit also makes a
+///   [`LeasedRedisLimiter`](super::LeasedRedisLimiter), which spends the same keys' budgets
+///   from local leases ([`build_leased`](RedisLimiterBuilder::build_leased)).
 ///
 /// ```no_run
 /// use nanolimit::redis::RedisLimiter;

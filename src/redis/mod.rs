@@ -75,7 +75,7 @@ pub use builder::{RedisLimiterBuilder, DEFAULT_EPOCH_UNIX_SECONDS, DEFAULT_TIMEO
 #[cfg(nanolimit_loom)]
 #[doc(hidden)]
 pub use leased::loom_hooks;
-pub use leased::{LeasedRedisLimiter, LeasedRedisLimiterBuilder};
+pub use leased::LeasedRedisLimiter;
 pub use limiter::RedisLimiter;
 pub use policy::FailurePolicy;
 pub use quota::RedisQuota;
