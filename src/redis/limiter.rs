@@ -317,8 +317,8 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
         Ok(self.decide(key, cost, request.at, false).await)
     }
 
-    /// The request's cost, if this limiter can ever judge it.
-    fn validate(&self, request: &Request<Q>) -> Result<u64, RequestError> {
+    /// The request's cost, if this limiter (or one leasing from it) can ever judge it.
+    pub(super) fn validate(&self, request: &Request<Q>) -> Result<u64, RequestError> {
         if request.tier.is_some() {
             return Err(RequestError::ForeignTier);
         }

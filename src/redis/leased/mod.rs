@@ -222,17 +222,8 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
         key: &str,
         request: Request<Gcra>,
     ) -> Result<Decision<Gcra>, RequestError> {
-        if request.tier.is_some() {
-            return Err(RequestError::ForeignTier);
-        }
-        let limit = self.inner.shared.quota().limit();
-        if request.cost > limit {
-            return Err(RequestError::CostAboveLimit {
-                cost: request.cost,
-                limit,
-            });
-        }
-        Ok(self.decide(key, request.cost, request.at).await)
+        let cost = self.inner.shared.validate(&request)?;
+        Ok(self.decide(key, cost, request.at).await)
     }
 
     /// Gives every unit the process holds back to Redis, for each key whose shared word is
