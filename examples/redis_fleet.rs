@@ -5,7 +5,7 @@
 //! --example redis_fleet` (`bash .ci/test-all` starts one and runs this example). Without the
 //! variable it says so and exits (a failure under `CI=true`).
 
-use nanolimit::redis::{FailurePolicy, LeasedRedisLimiter, RedisLimiter};
+use nanolimit::redis::{FailurePolicy, RedisLimiter};
 use nanolimit::{Gcra, Request};
 use std::time::Duration;
 
@@ -64,15 +64,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // time. 3,000 checks in a burst: the fleet admits the quota's 100 (and what refills
     // meanwhile) plus at most 3 × 10, with one round trip per lease instead of one per check.
     let quota = Gcra::per_minute(100)?;
-    let leased = || -> Result<_, Box<dyn std::error::Error>> {
-        let shared = RedisLimiter::builder(quota)
+    let leased = || {
+        RedisLimiter::builder(quota)
             .prefix(&format!("example:{run}:leased"))
             .timeout(Duration::from_millis(50))
-            .build(&url)?;
-        Ok(LeasedRedisLimiter::builder(shared)
             .lease_units(10, 10)
             .background_refills(false)
-            .build()?)
+            .build_leased(&url)
     };
     let fleet = [leased()?, leased()?, leased()?];
     let started = std::time::Instant::now();

@@ -24,7 +24,7 @@
 
 use crate::measure::{measure, Outcome, Worker, ALLOWED};
 use crate::{Context, Job, LimiterKind, MeasuredRun};
-use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter, RedisLimiterBuilder};
 use nanolimit::Gcra;
 use redis::aio::ConnectionManager;
 use std::future::Future;
@@ -168,12 +168,10 @@ fn quota() -> Gcra {
         .expect("a valid quota")
 }
 
-fn shared(url: &str, scenario: &str) -> RedisLimiter<Gcra> {
+fn shared(scenario: &str) -> RedisLimiterBuilder<Gcra> {
     RedisLimiter::builder(quota())
         .prefix(&prefix(scenario))
         .timeout(TIMEOUT)
-        .build(url)
-        .expect("a Redis URL the redis crate accepts")
 }
 
 /// One Redis measurement on the server at `url`.
@@ -186,7 +184,11 @@ pub fn run(job: Job, context: &Context, url: &str) -> MeasuredRun {
     let scenario = job.scenario.map_or("floor", crate::Scenario::name);
     let (measurement, state_report) = match (scenario, job.limiter) {
         ("redis-script", LimiterKind::Nanolimit) => {
-            let limiter = runtime.block_on(async { shared(url, scenario) });
+            let limiter = runtime.block_on(async {
+                shared(scenario)
+                    .build(url)
+                    .expect("a Redis URL the redis crate accepts")
+            });
             let limiter = &limiter;
             let measurement = measure(threads, timing, |thread_index| ScriptWorker {
                 limiter,
@@ -216,11 +218,11 @@ pub fn run(job: Job, context: &Context, url: &str) -> MeasuredRun {
         }
         ("redis-leased", LimiterKind::Nanolimit) => {
             let limiter = runtime.block_on(async {
-                LeasedRedisLimiter::builder(shared(url, scenario))
+                shared(scenario)
                     .lease_units(LEASE_UNITS.0, LEASE_UNITS.1)
                     .lease_lifetime(LEASE_LIFETIME)
-                    .build()
-                    .expect("the leases fit the quota")
+                    .build_leased(url)
+                    .expect("a Redis URL the redis crate accepts, and leases that fit the quota")
             });
             let limiter = &limiter;
             // Untimed: every key takes its first lease, as in a server's steady state.

@@ -1,14 +1,16 @@
-//! Building a [`RedisLimiter`]: the connection, key prefix, timeout, failure policy and epoch.
+//! Building a [`RedisLimiter`]: the connection, key prefix, timeout, failure policy and epoch
+//! (the settings of a leased limiter's leases are in `leased/options.rs`).
 
+use super::leased::LeaseOptions;
 use super::limiter::RedisLimiter;
 use super::policy::FailurePolicy;
-use super::quota::RedisQuota;
-use super::sliding_log::{RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT};
+use super::quota::RedisKind;
 use super::stats::Counters;
 use super::store::Store;
+use crate::clock::QuantaClock;
 use crate::engine::error::BuildError;
-use crate::sliding_log::SlidingLog;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use core::fmt;
 use std::time::Duration;
 
 /// The default epoch: 2025-01-01T00:00:00Z, in seconds of the Unix clock. Times are counted in
@@ -22,8 +24,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5);
 /// The largest epoch a builder accepts (the year 36812): the scripts read it as a Lua number.
 const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
 
-/// Configures a [`RedisLimiter`] or a [`RedisSlidingLogLimiter`]; made by
-/// [`RedisLimiter::builder`] or [`RedisSlidingLogLimiter::builder`].
+/// Configures a [`RedisLimiter`], or a [`LeasedRedisLimiter`](super::LeasedRedisLimiter) of a
+/// [`Gcra`](crate::Gcra) limit; made by [`RedisLimiter::builder`].
 ///
 /// | setting | default | set with |
 /// |---|---|---|
@@ -31,8 +33,17 @@ const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
 /// | per-call timeout | 5 ms | [`timeout`](Self::timeout) |
 /// | failure policy | [`FailurePolicy::Open`] | [`failure_policy`](Self::failure_policy) |
 /// | epoch (time origin) | 2025-01-01T00:00:00Z | [`epoch_unix_seconds`](Self::epoch_unix_seconds) |
+/// | lease sizes (leased) | 1 to `min(1,024, burst / 8)` units (at least 1) | [`lease_units`](Self::lease_units) |
+/// | lease lifetime (leased) | 100 ms | [`lease_lifetime`](Self::lease_lifetime) |
+/// | local table (leased) | 100,000 keys | [`lease_capacity`](Self::lease_capacity) |
+/// | background refills (leased) | on | [`background_refills`](Self::background_refills) |
+/// | clock of lease lifetimes (leased): `C` | [`QuantaClock`] | [`lease_clock`](Self::lease_clock) |
 ///
-/// Every server that shares a limit must use the same prefix, quota and epoch.
+/// [`build`](Self::build) makes a [`RedisLimiter`]; for a [`Gcra`](crate::Gcra) limit,
+/// [`build_leased`](Self::build_leased) makes a
+/// [`LeasedRedisLimiter`](super::LeasedRedisLimiter) on the same keys, which the lease settings
+/// (a [`Gcra`](crate::Gcra) builder's only) configure. Every server that shares a limit must use
+/// the same prefix, quota and epoch.
 ///
 /// ```
 /// use nanolimit::redis::{FailurePolicy, RedisLimiter};
@@ -48,17 +59,37 @@ const MAX_EPOCH_UNIX_SECONDS: u64 = 1 << 40;
 ///     .failure_policy(FailurePolicy::Closed)
 ///     .build("redis://127.0.0.1:6379")?;
 /// assert_eq!(limiter.key_name("tenant-7"), "api:gcra:{tenant-7}");
+/// let leased = RedisLimiter::builder(Gcra::per_second(100)?)
+///     .prefix("api")
+///     .lease_units(1, 10)
+///     .build_leased("redis://127.0.0.1:6379")?;
+/// assert_eq!(leased.over_admission_bound(3), 30);
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct RedisLimiterBuilder<Q> {
-    quota: Q,
-    prefix: String,
-    timeout: Duration,
-    policy: FailurePolicy,
-    epoch_unix_seconds: u64,
+pub struct RedisLimiterBuilder<Q, C = QuantaClock> {
+    pub(super) quota: Q,
+    pub(super) prefix: String,
+    pub(super) timeout: Duration,
+    pub(super) policy: FailurePolicy,
+    pub(super) epoch_unix_seconds: u64,
+    /// A leased limiter's settings (a [`Gcra`](crate::Gcra) builder's only).
+    pub(super) lease: LeaseOptions<C>,
+}
+
+impl<Q: fmt::Debug, C> fmt::Debug for RedisLimiterBuilder<Q, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisLimiterBuilder")
+            .field("quota", &self.quota)
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .field("epoch_unix_seconds", &self.epoch_unix_seconds)
+            .field("lease", &self.lease)
+            .finish()
+    }
 }
 
 impl<Q> RedisLimiterBuilder<Q> {
@@ -69,9 +100,12 @@ impl<Q> RedisLimiterBuilder<Q> {
             timeout: DEFAULT_TIMEOUT,
             policy: FailurePolicy::Open,
             epoch_unix_seconds: DEFAULT_EPOCH_UNIX_SECONDS,
+            lease: LeaseOptions::new(),
         }
     }
+}
 
+impl<Q, C> RedisLimiterBuilder<Q, C> {
     /// The first part of every key name: `{prefix}:{algorithm}:{{key}}`. Use one prefix per
     /// quota: two limiters with different quotas of one algorithm under one prefix would read
     /// each other's words.
@@ -104,7 +138,7 @@ impl<Q> RedisLimiterBuilder<Q> {
     }
 
     /// The connection to `url`: lazy, reconnecting (see [`build`](Self::build)).
-    fn connect(&self, url: &str) -> Result<ConnectionManager, BuildError> {
+    pub(super) fn connect(&self, url: &str) -> Result<ConnectionManager, BuildError> {
         let client = ::redis::Client::open(url).map_err(connection_error)?;
         // Reconnection: quick first retries, then at most one attempt a second; the limiter's
         // own timeout bounds every call whatever the manager is doing.
@@ -114,8 +148,64 @@ impl<Q> RedisLimiterBuilder<Q> {
             .set_connection_timeout(Some(self.timeout.max(Duration::from_millis(100))));
         ConnectionManager::new_lazy_with_config(client, config).map_err(connection_error)
     }
+}
 
-    fn check(&self) -> Result<(), BuildError> {
+impl<Q: RedisKind, C> RedisLimiterBuilder<Q, C> {
+    /// A limiter on the server at `url` (`redis://host:port/db`), through a
+    /// [`ConnectionManager`] that connects on the first call and reconnects after failures.
+    /// Must be called within a tokio runtime. Fails only on a malformed URL or configuration,
+    /// and for a [`SlidingLog`](crate::sliding_log::SlidingLog) whose limit is above
+    /// [`MAX_SLIDING_LOG_LIMIT`](super::MAX_SLIDING_LOG_LIMIT) ([`BuildError::LimitTooLarge`]).
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    /// use nanolimit::BuildError;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Connects lazily: building needs no server.
+    /// let resets = RedisLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert_eq!(resets.quota().limit(), 3);
+    /// let too_large = RedisLimiter::builder(SlidingLog::per_hour(1_000_000)?)
+    ///     .build("redis://127.0.0.1:6379");
+    /// assert!(matches!(too_large, Err(BuildError::LimitTooLarge { max: 100_000, .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn build(self, url: &str) -> Result<RedisLimiter<Q>, BuildError> {
+        self.check()?;
+        let connection = self.connect(url)?;
+        Ok(self.limiter(connection))
+    }
+
+    /// A limiter on a connection the caller made (to share one among several limiters); fails
+    /// as [`build`](Self::build) does, but for the URL.
+    ///
+    /// ```no_run
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    /// use nanolimit::Gcra;
+    /// use redis::aio::ConnectionManager;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://127.0.0.1:6379")?;
+    /// let connection = ConnectionManager::new(client).await?;
+    /// let requests = RedisLimiter::builder(Gcra::per_second(100)?).build_on(connection.clone())?;
+    /// let logins = RedisLimiter::builder(SlidingLog::per_hour(5)?).build_on(connection)?;
+    /// # let _ = (requests, logins);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn build_on(self, connection: ConnectionManager) -> Result<RedisLimiter<Q>, BuildError> {
+        self.check()?;
+        Ok(self.limiter(connection))
+    }
+
+    /// Why these settings cannot make a limiter, if they cannot (the lease settings aside).
+    pub(super) fn check(&self) -> Result<(), BuildError> {
         if self.timeout.is_zero() {
             return Err(BuildError::ZeroTimeout);
         }
@@ -124,79 +214,23 @@ impl<Q> RedisLimiterBuilder<Q> {
                 epoch_unix_seconds: self.epoch_unix_seconds,
             });
         }
-        Ok(())
+        self.quota.check_buildable()
     }
 
-    /// The quota, and the store its limiter calls through, for keys named
-    /// `{prefix}:{algorithm}:{{key}}`.
-    fn store(self, connection: ConnectionManager, algorithm: &str) -> (Q, Store) {
+    /// The limiter on `connection`, for keys named `{prefix}:{algorithm}:{{key}}`.
+    pub(super) fn limiter(self, connection: ConnectionManager) -> RedisLimiter<Q> {
         let store = Store {
             connection,
-            key_prefix: format!("{}:{algorithm}:", self.prefix),
+            key_prefix: format!("{}:{}:", self.prefix, Q::ALGORITHM),
             timeout: self.timeout,
             policy: self.policy,
             epoch_unix_seconds: self.epoch_unix_seconds,
             counters: Counters::default(),
         };
-        (self.quota, store)
-    }
-}
-
-impl<Q: RedisQuota> RedisLimiterBuilder<Q> {
-    /// A limiter on the server at `url` (`redis://host:port/db`), through a
-    /// [`ConnectionManager`] that connects on the first call and reconnects after failures.
-    /// Must be called within a tokio runtime. Fails only on a malformed URL or configuration.
-    pub fn build(self, url: &str) -> Result<RedisLimiter<Q>, BuildError> {
-        self.check()?;
-        let connection = self.connect(url)?;
-        Ok(self.limiter(connection))
-    }
-
-    /// A limiter on a connection the caller made (to share one among several limiters).
-    pub fn build_on(self, connection: ConnectionManager) -> Result<RedisLimiter<Q>, BuildError> {
-        self.check()?;
-        Ok(self.limiter(connection))
-    }
-
-    fn limiter(self, connection: ConnectionManager) -> RedisLimiter<Q> {
-        let (quota, store) = self.store(connection, Q::ALGORITHM);
-        RedisLimiter { quota, store }
-    }
-}
-
-impl RedisLimiterBuilder<SlidingLog> {
-    /// A sliding log on the server at `url`, connected as [`RedisLimiter`]s are (see the
-    /// other [`build`](RedisLimiterBuilder::build)). Fails also for a limit above
-    /// [`MAX_SLIDING_LOG_LIMIT`] ([`BuildError::LimitTooLarge`]).
-    pub fn build(self, url: &str) -> Result<RedisSlidingLogLimiter, BuildError> {
-        self.check_log()?;
-        let connection = self.connect(url)?;
-        Ok(self.log(connection))
-    }
-
-    /// A sliding log on a connection the caller made; fails as [`build`](Self::build) does.
-    pub fn build_on(
-        self,
-        connection: ConnectionManager,
-    ) -> Result<RedisSlidingLogLimiter, BuildError> {
-        self.check_log()?;
-        Ok(self.log(connection))
-    }
-
-    fn check_log(&self) -> Result<(), BuildError> {
-        self.check()?;
-        if self.quota.limit() > MAX_SLIDING_LOG_LIMIT {
-            return Err(BuildError::LimitTooLarge {
-                limit: self.quota.limit(),
-                max: MAX_SLIDING_LOG_LIMIT,
-            });
+        RedisLimiter {
+            quota: self.quota,
+            store,
         }
-        Ok(())
-    }
-
-    fn log(self, connection: ConnectionManager) -> RedisSlidingLogLimiter {
-        let (quota, store) = self.store(connection, RedisSlidingLogLimiter::ALGORITHM);
-        RedisSlidingLogLimiter { quota, store }
     }
 }
 

@@ -1,9 +1,11 @@
-//! The Redis limiter: one script call per check or peek, the decision built from the word the
-//! script decided on, with the crate's own decision code.
+//! The Redis limiter: what is the same whatever Redis keeps per key, and the checks of the
+//! quotas whose state word it keeps: one script call per check or peek, the decision built from
+//! the word the script decided on, with the crate's own decision code (the sliding log's
+//! checks are in `sliding_log.rs`).
 
 use super::builder::RedisLimiterBuilder;
 use super::policy::FailurePolicy;
-use super::quota::RedisQuota;
+use super::quota::{RedisKind, RedisQuota};
 use super::store::{Call, Store};
 use crate::clock::Timestamp;
 use crate::engine::decision::Decision;
@@ -14,13 +16,15 @@ use crate::quota::Step;
 use std::time::SystemTime;
 
 /// A keyed limit shared by every server that uses the same Redis (a fleet): per API key, per
-/// tenant. Each check is one atomic script call that applies the quota's own step
-/// ([`Gcra`](crate::Gcra), [`SlidingWindow`](crate::SlidingWindow) or
-/// [`FixedWindow`](crate::FixedWindow)) to the key's state word, stored in Redis as the same
-/// `u64` the in-process limiters keep; the [`Decision`] is then built in Rust from the word the
-/// script decided on. So given the same times and costs it decides exactly as a
-/// [`KeyedLimiter`](crate::KeyedLimiter) with that quota does, and reports the same limit,
-/// remaining, reset-after and retry-after.
+/// tenant. Each check is one atomic script call on the key's state in Redis; the [`Decision`]
+/// is then built in Rust from what the script decided, with the in-process limiters' own code.
+/// So given the same times and costs it decides exactly as the in-process limiter of its quota
+/// does, and reports the same limit, remaining, reset-after and retry-after.
+///
+/// | `Q` | what Redis holds per key | decides as |
+/// |---|---|---|
+/// | [`Gcra`](crate::Gcra), [`SlidingWindow`](crate::SlidingWindow), [`FixedWindow`](crate::FixedWindow) (a [`RedisQuota`]) | the quota's state word, the `u64` the in-process limiters keep | a [`KeyedLimiter`](crate::KeyedLimiter) |
+/// | [`SlidingLog`](crate::sliding_log::SlidingLog) (exact, [below](#the-exact-sliding-log)) | a sorted set, one member per unit in the window | a [`SlidingLogLimiter`](crate::sliding_log::SlidingLogLimiter) |
 ///
 /// | operation | shorthand | full form |
 /// |---|---|---|
@@ -38,6 +42,9 @@ use std::time::SystemTime;
 ///   [`FailurePolicy`] decides ([`Decision::is_fallback`]), and [`stats`](Self::stats) counts it.
 /// - No tiers, reservations or waits: a request with a tier fails with
 ///   [`RequestError::ForeignTier`].
+/// - Leases: the builder of a [`Gcra`](crate::Gcra) limit also makes a
+///   [`LeasedRedisLimiter`](super::LeasedRedisLimiter), which spends the same keys' budgets
+///   from local leases ([`build_leased`](RedisLimiterBuilder::build_leased)).
 ///
 /// ```no_run
 /// use nanolimit::redis::RedisLimiter;
@@ -56,8 +63,57 @@ use std::time::SystemTime;
 /// # Ok(())
 /// # }
 /// ```
+///
+/// # The exact sliding log
+///
+/// A `RedisLimiter<SlidingLog>` keeps the exact sliding log
+/// ([`SlidingLog`](crate::sliding_log::SlidingLog): at most `L` units in any window of length
+/// `W`) per key: the limit for small, strict quotas where one extra admission matters (5 login
+/// attempts per 15 minutes per account), across a fleet.
+///
+/// Each key is a sorted set with one member per admitted unit, and each check one atomic
+/// script call: it drops the units that have left the window, counts the rest, and adds the
+/// request's units if they fit, all or nothing. The rule is the in-process
+/// [`SlidingLogLimiter`](crate::sliding_log::SlidingLogLimiter)'s, exactly (see
+/// [`sliding_log`](crate::sliding_log)): a reading behind the latest unit is judged at that
+/// unit's time. `remaining` is counted by the script, when the decision is made.
+///
+/// - Exact times: a member is named by its unit's time, in nanoseconds since the epoch as 16
+///   hex digits, and a sequence number (`0000001a2b3c4d5e:3`); every score is 0, so Redis
+///   orders members by their bytes, which for hex digits of one width is the order of the
+///   times. The script selects units by time with lexicographic ranges (`ZLEXCOUNT`,
+///   `ZRANGEBYLEX`, `ZREMRANGEBYLEX`), so every time up to the horizon is exact; as scores
+///   (doubles), nanoseconds would be exact only for the first 2^53 ns (104 days).
+/// - Keys `{prefix}:sliding-log:{{key}}` expire once the latest unit has left the window (W
+///   after each admission, rounded up to the millisecond, plus up to 2 ms).
+/// - Costs: one request costs at most the quota's
+///   [`max_cost`](crate::sliding_log::SlidingLog::max_cost) (its limit, and at most 16), as in
+///   process; more is a [`RequestError::CostAboveLimit`].
+/// - Memory: up to `L` members per key (about 27 bytes each up to 128, 115 above); limits
+///   above [`MAX_SLIDING_LOG_LIMIT`](super::MAX_SLIDING_LOG_LIMIT) (100,000, 11 MB per key)
+///   are refused when building. A check costs `O(log L)` plus the units it drops or adds; an
+///   admission writes at most 16.
+///
+/// ```no_run
+/// use nanolimit::redis::RedisLimiter;
+/// use nanolimit::sliding_log::SlidingLog;
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // 5 login attempts per 15 minutes per account, across the fleet.
+/// let logins = RedisLimiter::builder(SlidingLog::new(5, Duration::from_secs(900))?)
+///     .prefix("logins")
+///     .build("redis://127.0.0.1:6379")?;
+/// let decision = logins.check("alice").await;
+/// if decision.is_denied() {
+///     println!("429, retry after {:?}", decision.retry_after());
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
-pub struct RedisLimiter<Q: RedisQuota> {
+pub struct RedisLimiter<Q> {
     pub(crate) quota: Q,
     pub(crate) store: Store,
 }
@@ -66,18 +122,25 @@ pub struct RedisLimiter<Q: RedisQuota> {
 /// high and low parts, `high·2^24 + low` ns).
 type Reply = (i64, String, u64, u64);
 
-impl<Q: RedisQuota> RedisLimiter<Q> {
-    /// A builder for a limiter applying `quota` to every key.
+/// What is the same whatever the limiter keeps per key.
+impl<Q: RedisKind> RedisLimiter<Q> {
+    /// A builder for a limiter applying `quota` to every key: a [`RedisQuota`] or a
+    /// [`SlidingLog`](crate::sliding_log::SlidingLog).
     ///
     /// ```
     /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
     /// use nanolimit::SlidingWindow;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Connects lazily: building needs no server.
     /// let limiter = RedisLimiter::builder(SlidingWindow::per_minute(600)?)
     ///     .build("redis://127.0.0.1:6379")?;
     /// assert_eq!(limiter.quota().limit(), 600);
+    /// let resets = RedisLimiter::builder(SlidingLog::per_hour(3)?)
+    ///     .build("redis://127.0.0.1:6379")?;
+    /// assert_eq!(resets.key_name("alice"), "nanolimit:sliding-log:{alice}");
     /// # Ok(())
     /// # }
     /// ```
@@ -86,12 +149,24 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     }
 
     /// The quota applied to every key.
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::sliding_log::SlidingLog;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let log = RedisLimiter::builder(SlidingLog::per_day(10)?).build("redis://127.0.0.1:6379")?;
+    /// assert_eq!((log.quota().limit(), log.quota().max_cost()), (10, 10));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn quota(&self) -> &Q {
         &self.quota
     }
 
-    /// The Redis key that holds `key`'s state word: `{prefix}:{algorithm}:{{key}}` (the braces
-    /// make `key` the Redis Cluster hash tag).
+    /// The Redis key that holds `key`'s state word or log: `{prefix}:{algorithm}:{{key}}` (the
+    /// braces make `key` the Redis Cluster hash tag).
     ///
     /// ```
     /// use nanolimit::redis::RedisLimiter;
@@ -147,7 +222,11 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
     pub fn stats(&self) -> Stats {
         self.store.stats()
     }
+}
 
+/// The quotas whose state word Redis keeps: each check applies the quota's own step to the
+/// word (see [`RedisQuota`]).
+impl<Q: RedisQuota> RedisLimiter<Q> {
     /// Consumes one unit of `key`'s quota if it fits, judged at the server's time.
     ///
     /// ```no_run
@@ -238,8 +317,8 @@ impl<Q: RedisQuota> RedisLimiter<Q> {
         Ok(self.decide(key, cost, request.at, false).await)
     }
 
-    /// The request's cost, if this limiter can ever judge it.
-    fn validate(&self, request: &Request<Q>) -> Result<u64, RequestError> {
+    /// The request's cost, if this limiter (or one leasing from it) can ever judge it.
+    pub(super) fn validate(&self, request: &Request<Q>) -> Result<u64, RequestError> {
         if request.tier.is_some() {
             return Err(RequestError::ForeignTier);
         }

@@ -1,6 +1,6 @@
-//! Limits shared by many servers, kept in Redis (feature `redis`): [`RedisLimiter`],
-//! [`RedisSlidingLogLimiter`] for the exact sliding log, and [`LeasedRedisLimiter`], which
-//! spends the fleet's budget locally in nanoseconds.
+//! Limits shared by many servers, kept in Redis (feature `redis`): [`RedisLimiter`], for the
+//! quotas' state words and the exact sliding log, and [`LeasedRedisLimiter`], which spends a
+//! [`Gcra`](crate::Gcra) budget in Redis from local leases.
 //!
 //! A limit that must hold across a fleet (per API key, per tenant) cannot live in one process.
 //! [`RedisLimiter`] keeps each key's state in Redis and decides with one atomic Lua script per
@@ -31,7 +31,7 @@
 //!
 //! | you need | use |
 //! |---|---|
-//! | every unit exact across the fleet, and a round trip per check is affordable | [`RedisLimiter`] (GCRA or a window), [`RedisSlidingLogLimiter`] (at most `L` in any window) |
+//! | every unit exact across the fleet, and a round trip per check is affordable | [`RedisLimiter`] (GCRA or a window; `RedisLimiter<SlidingLog>`: at most `L` in any window) |
 //! | checks that cost nanoseconds, with at most `processes × largest lease` over-admission | [`LeasedRedisLimiter`] |
 //! | one process | [`KeyedLimiter`](crate::KeyedLimiter) |
 //! | one process's threads sharing one budget | [`StripedLimiter`](crate::striped::StripedLimiter) |
@@ -66,12 +66,13 @@
 //! | algorithm | limiter | what Redis holds per key | decision |
 //! |---|---|---|---|
 //! | [`Gcra`](crate::Gcra), [`SlidingWindow`](crate::SlidingWindow), [`FixedWindow`](crate::FixedWindow) | [`RedisLimiter`] | the quota's state word | [`Decision`](crate::Decision) |
-//! | [`SlidingLog`](crate::sliding_log::SlidingLog) (exact) | [`RedisSlidingLogLimiter`] | a sorted set, one member per unit in the window (up to [`MAX_SLIDING_LOG_LIMIT`]) | [`Decision`](crate::Decision) |
+//! | [`SlidingLog`](crate::sliding_log::SlidingLog) (exact) | [`RedisLimiter<SlidingLog>`](RedisLimiter#the-exact-sliding-log) | a sorted set, one member per unit in the window (up to [`MAX_SLIDING_LOG_LIMIT`]) | [`Decision`](crate::Decision) |
+//! | [`Gcra`](crate::Gcra), spent from local leases | [`LeasedRedisLimiter`] (from the same builder) | the quota's state word | [`Decision`](crate::Decision) |
 //!
 //! The sliding log's script keeps every time exact without scores: its members are named by
 //! their times as 16 hex digits, all of score 0, and it selects them by lexicographic ranges
-//! (see [`RedisSlidingLogLimiter`]); both limiters share the builder, the time, the failure
-//! policy and the statistics below.
+//! (see [the sliding log](RedisLimiter#the-exact-sliding-log)); every kind shares the builder,
+//! the time, the failure policy and the statistics below.
 //!
 //! # Time
 //!
@@ -117,16 +118,15 @@
 //! ```no_run
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+//! use nanolimit::redis::RedisLimiter;
 //! use nanolimit::Gcra;
 //! use std::time::Duration;
 //!
 //! // 10,000 requests per second per tenant across the fleet; this process leases 8 to 256 units.
-//! let shared = RedisLimiter::builder(Gcra::per_second(10_000)?).build("redis://127.0.0.1:6379")?;
-//! let limiter = LeasedRedisLimiter::builder(shared)
+//! let limiter = RedisLimiter::builder(Gcra::per_second(10_000)?)
 //!     .lease_units(8, 256)
 //!     .lease_lifetime(Duration::from_millis(100))
-//!     .build()?;
+//!     .build_leased("redis://127.0.0.1:6379")?;
 //! if limiter.check("tenant-7").await.is_denied() { /* 429 */ }
 //! // 20 servers like this one admit at most the quota + 20 × 256 per tenant in any interval.
 //! assert_eq!(limiter.over_admission_bound(20), 5_120);
@@ -188,8 +188,8 @@ pub use builder::{RedisLimiterBuilder, DEFAULT_EPOCH_UNIX_SECONDS, DEFAULT_TIMEO
 #[cfg(nanolimit_loom)]
 #[doc(hidden)]
 pub use leased::loom_hooks;
-pub use leased::{LeasedRedisLimiter, LeasedRedisLimiterBuilder};
+pub use leased::LeasedRedisLimiter;
 pub use limiter::RedisLimiter;
 pub use policy::FailurePolicy;
 pub use quota::RedisQuota;
-pub use sliding_log::{RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT};
+pub use sliding_log::MAX_SLIDING_LOG_LIMIT;

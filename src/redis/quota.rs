@@ -5,13 +5,16 @@
 //! script computes on, so that it reads each by coercion, with no function call (see
 //! `lua/prelude.lua`).
 
+use crate::engine::error::BuildError;
 use crate::quota::{FixedWindow, Gcra, Quota, SlidingWindow, WindowLength};
 use ::redis::Script;
 use std::sync::LazyLock;
 
-/// A quota a [`RedisLimiter`](super::RedisLimiter) can keep in Redis: [`Gcra`],
+/// A quota whose state word a [`RedisLimiter`](super::RedisLimiter) keeps in Redis: [`Gcra`],
 /// [`SlidingWindow`] and [`FixedWindow`]. The stored value is the quota's own state word (16
-/// hex digits), and the script applies the same step as the in-process limiters.
+/// hex digits), and the script applies the same step as the in-process limiters. (The exact
+/// [`SlidingLog`](crate::sliding_log::SlidingLog) is no state word: Redis keeps its log, see
+/// [`RedisLimiter<SlidingLog>`](super::RedisLimiter#the-exact-sliding-log).)
 ///
 /// ```
 /// use nanolimit::redis::RedisQuota;
@@ -38,6 +41,33 @@ pub trait RedisQuota: Quota {
     /// limit).
     #[doc(hidden)]
     fn push_arguments(&self, cost: u64, arguments: &mut Vec<String>);
+}
+
+pub(crate) mod sealed {
+    use crate::engine::error::BuildError;
+
+    /// What a [`RedisLimiter`](crate::redis::RedisLimiter) limits by: a
+    /// [`RedisQuota`](super::RedisQuota), whose state word Redis keeps, or the exact
+    /// [`SlidingLog`](crate::sliding_log::SlidingLog), whose log it keeps. What the parts of
+    /// the limiter and its builder that are the same for both need. Sealed, and named only
+    /// inside the crate: a limiter's type names its quota.
+    pub trait RedisKind: core::fmt::Debug {
+        /// The algorithm's name in Redis key names (`{prefix}:{ALGORITHM}:{{key}}`).
+        const ALGORITHM: &'static str;
+
+        /// Why a limiter of this quota cannot be built, if it cannot.
+        fn check_buildable(&self) -> Result<(), BuildError>;
+    }
+}
+pub(crate) use sealed::RedisKind;
+
+/// Every quota whose state word Redis keeps: any such quota fits.
+impl<Q: RedisQuota> RedisKind for Q {
+    const ALGORITHM: &'static str = <Q as RedisQuota>::ALGORITHM;
+
+    fn check_buildable(&self) -> Result<(), BuildError> {
+        Ok(())
+    }
 }
 
 /// A u64 as the scripts read a word or a time: 16 hex digits.

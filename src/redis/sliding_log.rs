@@ -1,25 +1,23 @@
-//! The exact sliding log in Redis: [`RedisSlidingLogLimiter`], one sorted set per key, one
-//! member per admitted unit (`lua/sliding_log.lua`).
+//! The exact sliding log in Redis: the checks of a [`RedisLimiter<SlidingLog>`](RedisLimiter),
+//! one sorted set per key, one member per admitted unit (`lua/sliding_log.lua`).
 
-use super::builder::RedisLimiterBuilder;
+use super::limiter::RedisLimiter;
 use super::policy::FailurePolicy;
-use super::quota::push_high_and_low_48;
-use super::store::{Call, Store};
+use super::quota::{push_high_and_low_48, RedisKind};
+use super::store::Call;
 use crate::clock::Timestamp;
 use crate::engine::decision::{Decision, Outcome};
-use crate::engine::error::RequestError;
+use crate::engine::error::{BuildError, RequestError};
 use crate::engine::judge::LogFigures;
 use crate::engine::request::Request;
-use crate::engine::stats::Stats;
 use crate::quota::sliding_log::SlidingLog;
 use ::redis::Script;
 use std::sync::LazyLock;
-use std::time::SystemTime;
 
-/// The largest limit a [`RedisSlidingLogLimiter`] accepts: Redis keeps one member per unit in
-/// the window, up to the limit per key. Measured on Redis 7 (`MEMORY USAGE`): about 27 bytes a
-/// member up to 128 members (a listpack), about 115 above (a skiplist): 440 bytes for a key of
-/// 16 units, 120 KB for 1,000, 11 MB for a key at this limit.
+/// The largest limit a [`RedisLimiter<SlidingLog>`](RedisLimiter) accepts: Redis keeps one
+/// member per unit in the window, up to the limit per key. Measured on Redis 7 (`MEMORY
+/// USAGE`): about 27 bytes a member up to 128 members (a listpack), about 115 above (a
+/// skiplist): 440 bytes for a key of 16 units, 120 KB for 1,000, 11 MB for a key at this limit.
 pub const MAX_SLIDING_LOG_LIMIT: u64 = 100_000;
 
 static SLIDING_LOG_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
@@ -34,151 +32,32 @@ static SLIDING_LOG_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
 /// the latest unit's time (empty for an empty log).
 type Reply = (i64, String, u64, String, String);
 
-/// The exact sliding log ([`SlidingLog`]: at most `L` units in any window of length `W`) per
-/// key, shared by every server that uses the same Redis: the limit for small, strict quotas
-/// where one extra admission matters (5 login attempts per 15 minutes per account), across a
-/// fleet.
-///
-/// Each key is a sorted set with one member per admitted unit, and each check one atomic
-/// script call: it drops the units that have left the window, counts the rest, and adds the
-/// request's units if they fit, all or nothing. The rule is the in-process
-/// [`SlidingLogLimiter`](crate::sliding_log::SlidingLogLimiter)'s, exactly (see
-/// [`sliding_log`](crate::sliding_log)): a reading behind the latest unit is judged at that
-/// unit's time, and the [`Decision`] reports the same limit, remaining, reset-after
-/// and retry-after. `remaining` is counted by the script, when the decision is made.
-///
-/// | operation | shorthand | full form |
-/// |---|---|---|
-/// | consume if it fits | [`check(key)`](Self::check) | [`check_with(key, request)`](Self::check_with) |
-/// | ask without consuming | [`peek(key)`](Self::peek) | [`peek_with(key, request)`](Self::peek_with) |
-/// | consume, for many keys in one round trip | | [`check_many(&[(key, request)])`](Self::check_many) |
-///
-/// - Exact times: a member is named by its unit's time, in nanoseconds since the epoch as 16
-///   hex digits, and a sequence number (`0000001a2b3c4d5e:3`); every score is 0, so Redis
-///   orders members by their bytes, which for hex digits of one width is the order of the
-///   times. The script selects units by time with lexicographic ranges (`ZLEXCOUNT`,
-///   `ZRANGEBYLEX`, `ZREMRANGEBYLEX`), so every time up to the horizon is exact; as scores
-///   (doubles), nanoseconds would be exact only for the first 2^53 ns (104 days).
-/// - Time, keys, failures and the builder are [`RedisLimiter`](super::RedisLimiter)'s: the
-///   server's `TIME` less the epoch or the request's [`at`](Request::at); keys
-///   `{prefix}:sliding-log:{{key}}`, which expire once the latest unit has left the window (W
-///   after each admission, rounded up to the millisecond, plus up to 2 ms); the
-///   [`FailurePolicy`] within the timeout ([`Decision::is_fallback`]).
-/// - Costs: one request costs at most the quota's [`max_cost`](SlidingLog::max_cost) (its
-///   limit, and at most 16), as in process; more is a [`RequestError::CostAboveLimit`].
-/// - Memory: up to `L` members per key (about 27 bytes each up to 128, 115 above); limits
-///   above [`MAX_SLIDING_LOG_LIMIT`] (100,000, 11 MB per key) are refused when building. A
-///   check costs `O(log L)` plus the units it drops or adds; an admission writes at most 16.
-///
-/// ```no_run
-/// use nanolimit::redis::RedisSlidingLogLimiter;
-/// use nanolimit::sliding_log::SlidingLog;
-/// use std::time::Duration;
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// // 5 login attempts per 15 minutes per account, across the fleet.
-/// let logins = RedisSlidingLogLimiter::builder(SlidingLog::new(5, Duration::from_secs(900))?)
-///     .prefix("logins")
-///     .build("redis://127.0.0.1:6379")?;
-/// let decision = logins.check("alice").await;
-/// if decision.is_denied() {
-///     println!("429, retry after {:?}", decision.retry_after());
-/// }
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug)]
-pub struct RedisSlidingLogLimiter {
-    pub(crate) quota: SlidingLog,
-    pub(crate) store: Store,
+impl RedisKind for SlidingLog {
+    const ALGORITHM: &'static str = "sliding-log";
+
+    fn check_buildable(&self) -> Result<(), BuildError> {
+        if self.limit() > MAX_SLIDING_LOG_LIMIT {
+            return Err(BuildError::LimitTooLarge {
+                limit: self.limit(),
+                max: MAX_SLIDING_LOG_LIMIT,
+            });
+        }
+        Ok(())
+    }
 }
 
-impl RedisSlidingLogLimiter {
-    /// The algorithm's name in key names.
-    pub(crate) const ALGORITHM: &'static str = "sliding-log";
-
-    /// A builder for a log of `quota` per key (the [`RedisLimiter`](super::RedisLimiter)'s
-    /// builder: prefix, timeout, failure policy, epoch).
-    ///
-    /// ```
-    /// use nanolimit::redis::RedisSlidingLogLimiter;
-    /// use nanolimit::BuildError;
-    /// use nanolimit::sliding_log::SlidingLog;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// // Connects lazily: building needs no server.
-    /// let resets = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
-    ///     .build("redis://127.0.0.1:6379")?;
-    /// assert_eq!(resets.key_name("alice"), "nanolimit:sliding-log:{alice}");
-    /// let too_large = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(1_000_000)?)
-    ///     .build("redis://127.0.0.1:6379");
-    /// assert!(matches!(too_large, Err(BuildError::LimitTooLarge { max: 100_000, .. })));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn builder(quota: SlidingLog) -> RedisLimiterBuilder<SlidingLog> {
-        RedisLimiterBuilder::new(quota)
-    }
-
-    /// The quota applied to every key.
-    ///
-    /// ```
-    /// use nanolimit::redis::RedisSlidingLogLimiter;
-    /// use nanolimit::sliding_log::SlidingLog;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_day(10)?)
-    ///     .build("redis://127.0.0.1:6379")?;
-    /// assert_eq!((log.quota().limit(), log.quota().max_cost()), (10, 10));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn quota(&self) -> &SlidingLog {
-        &self.quota
-    }
-
-    /// The Redis key that holds `key`'s log: `{prefix}:sliding-log:{{key}}` (the braces make
-    /// `key` the Redis Cluster hash tag).
-    pub fn key_name(&self, key: &str) -> String {
-        self.store.key_name(key)
-    }
-
-    /// A wall-clock time as a [`Timestamp`] of this limiter (nanoseconds since its epoch), for
-    /// [`Request::at`]; `None` before the epoch or past its horizon.
-    pub fn timestamp_of(&self, time: SystemTime) -> Option<Timestamp> {
-        self.store.timestamp_of(time)
-    }
-
-    /// The calls that fell back to the failure policy so far.
-    ///
-    /// ```
-    /// use nanolimit::redis::RedisSlidingLogLimiter;
-    /// use nanolimit::sliding_log::SlidingLog;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
-    ///     .build("redis://127.0.0.1:6379")?;
-    /// assert_eq!(log.stats().fallbacks(), 0);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.store.stats()
-    }
-
+/// The exact sliding log: each check records the request's units in the key's log if they all
+/// fit (see [the sliding log](RedisLimiter#the-exact-sliding-log)).
+impl RedisLimiter<SlidingLog> {
     /// Records one unit in `key`'s log if it fits, judged at the server's time.
     ///
     /// ```no_run
-    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::sliding_log::SlidingLog;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    /// let log = RedisLimiter::builder(SlidingLog::per_hour(3)?)
     ///     .build("redis://127.0.0.1:6379")?;
     /// let decision = log.check("alice").await;
     /// println!("{} of 3 left this hour", decision.remaining());
@@ -195,14 +74,14 @@ impl RedisSlidingLogLimiter {
     /// ([`RequestError::CostAboveLimit`], with that as the limit).
     ///
     /// ```no_run
-    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::sliding_log::SlidingLog;
     /// use nanolimit::{Request, RequestError, Timestamp};
     /// use std::time::Duration;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_minute(3)?)
+    /// let log = RedisLimiter::builder(SlidingLog::per_minute(3)?)
     ///     .build("redis://127.0.0.1:6379")?;
     /// let at = |seconds: u64| Timestamp::from_ns(seconds * 1_000_000_000);
     /// assert!(log.check_with("k", Request::cost(2).at(at(0)?)).await?.is_allowed());
@@ -230,12 +109,12 @@ impl RedisSlidingLogLimiter {
     /// nothing).
     ///
     /// ```no_run
-    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::sliding_log::SlidingLog;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    /// let log = RedisLimiter::builder(SlidingLog::per_hour(3)?)
     ///     .build("redis://127.0.0.1:6379")?;
     /// let peeked = log.peek("new-account").await;
     /// assert!(peeked.is_allowed());
@@ -251,13 +130,13 @@ impl RedisSlidingLogLimiter {
     /// [`check_with`](Self::check_with) does.
     ///
     /// ```no_run
-    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::sliding_log::SlidingLog;
     /// use nanolimit::Request;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    /// let log = RedisLimiter::builder(SlidingLog::per_hour(3)?)
     ///     .build("redis://127.0.0.1:6379")?;
     /// assert!(log.peek_with("new-account", Request::cost(3)).await?.is_allowed());
     /// # Ok(())
@@ -273,17 +152,18 @@ impl RedisSlidingLogLimiter {
     }
 
     /// Checks of several keys in one pipeline round trip, each judged as
-    /// [`check_with`](Self::check_with) would, in order (see
-    /// [`RedisLimiter::check_many`](super::RedisLimiter::check_many)).
+    /// [`check_with`](Self::check_with) would, in order, as for the other quotas: a request
+    /// this log can never admit gets its error without a round trip, and when the pipeline gets
+    /// no reply within the timeout, every other request gets the failure policy's decision.
     ///
     /// ```no_run
-    /// use nanolimit::redis::RedisSlidingLogLimiter;
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::sliding_log::SlidingLog;
     /// use nanolimit::Request;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let log = RedisSlidingLogLimiter::builder(SlidingLog::per_hour(3)?)
+    /// let log = RedisLimiter::builder(SlidingLog::per_hour(3)?)
     ///     .build("redis://127.0.0.1:6379")?;
     /// let decisions = log
     ///     .check_many(&[("a", Request::cost(1)), ("b", Request::cost(3)), ("c", Request::cost(4))])

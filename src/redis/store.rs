@@ -12,9 +12,9 @@ use ::redis::aio::ConnectionManager;
 use ::redis::{FromRedisValue, Script};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// A Redis limiter's connection and settings: [`RedisLimiter`](super::RedisLimiter) and
-/// [`RedisSlidingLogLimiter`](super::RedisSlidingLogLimiter) differ only in their scripts and
-/// in how they read a reply.
+/// A Redis limiter's connection and settings: a [`RedisLimiter`](super::RedisLimiter) of a
+/// state word and one of a sliding log differ only in their scripts and in how they read a
+/// reply.
 pub(crate) struct Store {
     pub(crate) connection: ConnectionManager,
     /// `{prefix}:{algorithm}:`.
@@ -146,8 +146,8 @@ impl Store {
             .collect()
     }
 
-    /// The calls of `script` in one pipeline within the timeout (see
-    /// [`RedisLimiter::check_many`](super::RedisLimiter::check_many)), each reply read by
+    /// The calls of `script` in one pipeline within the timeout (see a limiter's
+    /// `check_many`), each reply read by
     /// `read`: one result per call, in order, `None` (counted) for a call without a reply in
     /// time, that failed, or whose reply `read` refused.
     pub(crate) async fn call_many<R: FromRedisValue, D>(

@@ -106,8 +106,8 @@
 //!
 //! # Across servers
 //!
-//! `RedisSlidingLogLimiter` (feature `redis`, module `nanolimit::redis`) keeps each key's log in
-//! a Redis sorted set, for a fleet of servers, and decides by the same rule.
+//! `RedisLimiter<SlidingLog>` (feature `redis`, module `nanolimit::redis`) keeps each key's log
+//! in a Redis sorted set, for a fleet of servers, and decides by the same rule.
 
 mod decision;
 mod keyed;

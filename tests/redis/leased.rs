@@ -4,7 +4,7 @@
 //! fault test starts its own.
 
 use crate::support::{redis_url, unique_prefix, PrivateServer};
-use nanolimit::redis::{FailurePolicy, LeasedRedisLimiter, RedisLimiter};
+use nanolimit::redis::{FailurePolicy, LeasedRedisLimiter, RedisLimiter, RedisLimiterBuilder};
 use nanolimit::BuildError;
 use nanolimit::{Gcra, KeyedLimiter, ManualClock, Request, RequestError, Timestamp};
 use rand::{Rng, SeedableRng};
@@ -12,33 +12,38 @@ use std::time::Duration;
 
 const MS: u64 = 1_000_000;
 
-fn shared(quota: Gcra, prefix: &str, url: &str) -> RedisLimiter<Gcra> {
+/// The shared limit's settings: `quota` per key under `prefix`, a timeout no test reaches.
+fn shared(quota: Gcra, prefix: &str) -> RedisLimiterBuilder<Gcra> {
     RedisLimiter::builder(quota)
         .prefix(prefix)
         .timeout(Duration::from_secs(5))
-        .build(url)
-        .unwrap()
 }
 
-/// A limiter leasing `min..=max` units living 50 ms, refilled only by the checks that need it
-/// (deterministic), on explicit times.
-fn leased(shared: RedisLimiter<Gcra>, min: u64, max: u64) -> LeasedRedisLimiter<ManualClock> {
-    leased_living(shared, min, max, Duration::from_millis(50))
+/// A limiter on the server at `url` leasing `min..=max` units living 50 ms, refilled only by
+/// the checks that need it (deterministic), on explicit times.
+fn leased(
+    shared: RedisLimiterBuilder<Gcra>,
+    url: &str,
+    min: u64,
+    max: u64,
+) -> LeasedRedisLimiter<ManualClock> {
+    leased_living(shared, url, min, max, Duration::from_millis(50))
 }
 
 /// [`leased`] with leases living `lifetime`.
 fn leased_living(
-    shared: RedisLimiter<Gcra>,
+    shared: RedisLimiterBuilder<Gcra>,
+    url: &str,
     min: u64,
     max: u64,
     lifetime: Duration,
 ) -> LeasedRedisLimiter<ManualClock> {
-    LeasedRedisLimiter::builder(shared)
+    shared
         .lease_units(min, max)
         .lease_lifetime(lifetime)
         .background_refills(false)
-        .clock(ManualClock::new())
-        .build()
+        .lease_clock(ManualClock::new())
+        .build_leased(url)
         .unwrap()
 }
 
@@ -51,7 +56,7 @@ async fn checks_are_served_from_leases_with_one_round_trip_per_lease() {
     let Some(url) = redis_url() else { return };
     let quota = Gcra::per_second(1_000).unwrap().with_burst(100).unwrap();
     let prefix = unique_prefix("leased-local");
-    let limiter = leased(shared(quota, &prefix, &url), 10, 10);
+    let limiter = leased(shared(quota, &prefix), &url, 10, 10);
     let now = 10_000 * MS;
     for served in 1..=25u64 {
         let decision = limiter.check_with("k", at(now)).await.unwrap();
@@ -125,7 +130,7 @@ async fn the_fleet_admits_at_most_the_quota_plus_processes_times_the_largest_lea
     for seed in 0..4 {
         let prefix = unique_prefix("leased-bound");
         let fleet: Vec<_> = (0..3)
-            .map(|_| leased_living(shared(quota, &prefix, &url), 1, 8, Duration::from_secs(5)))
+            .map(|_| leased_living(shared(quota, &prefix), &url, 1, 8, Duration::from_secs(5)))
             .collect();
         // About 300 s of checks (explicit times) at about 10 per second: five times the rate.
         let admitted = run_fleet(&fleet, 3_000, seed).await;
@@ -165,7 +170,7 @@ async fn with_leasing_off_the_fleet_decides_exactly_as_one_limiter() {
     let quota = Gcra::per_second(2).unwrap().with_burst(20).unwrap();
     let prefix = unique_prefix("leased-off");
     let fleet: Vec<_> = (0..3)
-        .map(|_| leased(shared(quota, &prefix, &url), 1, 1))
+        .map(|_| leased(shared(quota, &prefix), &url, 1, 1))
         .collect();
     let reference = KeyedLimiter::<str, _>::builder(quota)
         .capacity(16)
@@ -201,8 +206,8 @@ async fn a_short_budget_leases_just_the_cost_then_denies_with_redis_retry_after(
     // 10 per second, bursts of 10.
     let quota = Gcra::per_second(10).unwrap();
     let prefix = unique_prefix("leased-short");
-    let first = leased(shared(quota, &prefix, &url), 8, 8);
-    let second = leased(shared(quota, &prefix, &url), 8, 8);
+    let first = leased(shared(quota, &prefix), &url, 8, 8);
+    let second = leased(shared(quota, &prefix), &url, 8, 8);
     let now = 1_000 * MS;
     assert!(first.check_with("k", at(now)).await.unwrap().is_allowed()); // leases 8
                                                                          // 2 left: the second process cannot lease 8, so it takes just its request's unit, twice.
@@ -235,7 +240,7 @@ async fn lapsed_and_unused_units_go_back_when_nobody_took_since() {
     let Some(url) = redis_url() else { return };
     let quota = Gcra::per_second(100).unwrap().with_burst(50).unwrap();
     let prefix = unique_prefix("leased-give-back");
-    let limiter = leased(shared(quota, &prefix, &url), 10, 10);
+    let limiter = leased(shared(quota, &prefix), &url, 10, 10);
     let now = 1_000 * MS;
     assert!(limiter.check_with("k", at(now)).await.unwrap().is_allowed()); // 9 held
                                                                            // After the 50 ms lifetime the 9 lapse; the next refill gives them back first.
@@ -253,7 +258,7 @@ async fn lapsed_and_unused_units_go_back_when_nobody_took_since() {
     assert_eq!(limiter.give_back_unused().await, 9);
     assert_eq!(remaining(&limiter, later).await, 49);
     // Taken by another process since: nothing goes back (the units lapse).
-    let other = leased(shared(quota, &prefix, &url), 10, 10);
+    let other = leased(shared(quota, &prefix), &url, 10, 10);
     assert!(limiter
         .check_with("k", at(later))
         .await
@@ -271,10 +276,10 @@ async fn background_refills_top_the_lease_up_before_it_runs_out() {
         .with_burst(1_000)
         .unwrap();
     let prefix = unique_prefix("leased-background");
-    let limiter = LeasedRedisLimiter::builder(shared(quota, &prefix, &url))
+    let limiter = shared(quota, &prefix)
         .lease_units(8, 8)
         .lease_lifetime(Duration::from_secs(60))
-        .build()
+        .build_leased(&url)
         .unwrap();
     let now = 1_000 * MS;
     // The first check takes a lease itself; the fifth leaves 3 of 8, below half: a refill
@@ -303,7 +308,7 @@ async fn bad_requests_and_configurations_are_errors() {
     let Some(url) = redis_url() else { return };
     let quota = Gcra::per_second(10).unwrap();
     let prefix = unique_prefix("leased-bad");
-    let limiter = leased(shared(quota, &prefix, &url), 1, 5);
+    let limiter = leased(shared(quota, &prefix), &url, 1, 5);
     assert_eq!(
         limiter
             .check_with("k", Request::cost(11))
@@ -325,23 +330,23 @@ async fn bad_requests_and_configurations_are_errors() {
             .unwrap_err(),
         RequestError::ForeignTier
     );
-    let builder = || LeasedRedisLimiter::builder(shared(quota, &prefix, &url));
+    let builder = || shared(quota, &prefix);
     assert_eq!(
-        builder().lease_units(0, 5).build().unwrap_err(),
+        builder().lease_units(0, 5).build_leased(&url).unwrap_err(),
         BuildError::LeaseUnits {
             min_units: 0,
             max_units: 5
         }
     );
     assert_eq!(
-        builder().lease_units(6, 5).build().unwrap_err(),
+        builder().lease_units(6, 5).build_leased(&url).unwrap_err(),
         BuildError::LeaseUnits {
             min_units: 6,
             max_units: 5
         }
     );
     assert_eq!(
-        builder().lease_units(1, 11).build().unwrap_err(),
+        builder().lease_units(1, 11).build_leased(&url).unwrap_err(),
         BuildError::LeaseAboveBurst {
             max_units: 11,
             burst: 10
@@ -350,12 +355,12 @@ async fn bad_requests_and_configurations_are_errors() {
     assert!(matches!(
         builder()
             .lease_lifetime(Duration::ZERO)
-            .build()
+            .build_leased(&url)
             .unwrap_err(),
         BuildError::LeaseLifetime { .. }
     ));
     assert!(matches!(
-        builder().capacity(0).build().unwrap_err(),
+        builder().lease_capacity(0).build_leased(&url).unwrap_err(),
         BuildError::ZeroCapacity
     ));
     // A cost above the largest lease is one script call of its own.
@@ -370,19 +375,18 @@ async fn bad_requests_and_configurations_are_errors() {
 #[test]
 fn background_refills_need_a_runtime() {
     let Some(url) = redis_url() else { return };
+    let builder = || RedisLimiter::builder(Gcra::per_second(10).unwrap());
+    // Outside any runtime, background refills have nowhere to run.
+    assert_eq!(
+        builder().build_leased(&url).unwrap_err(),
+        BuildError::NoRuntime
+    );
+    // Within one, the same settings build.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let shared = runtime.block_on(async {
-        RedisLimiter::builder(Gcra::per_second(10).unwrap())
-            .build(&url)
-            .unwrap()
-    });
-    assert_eq!(
-        LeasedRedisLimiter::builder(shared).build().unwrap_err(),
-        BuildError::NoRuntime
-    );
+    runtime.block_on(async { assert!(builder().build_leased(&url).is_ok()) });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -398,10 +402,8 @@ async fn a_stopped_server_gets_the_failure_policy_while_held_units_still_serve()
         let shared = RedisLimiter::builder(quota)
             .prefix(&unique_prefix("leased-faults"))
             .timeout(Duration::from_millis(50))
-            .failure_policy(policy)
-            .build(&server.url())
-            .unwrap();
-        leased(shared, 10, 10)
+            .failure_policy(policy);
+        leased(shared, &server.url(), 10, 10)
     };
     let open = build(FailurePolicy::Open);
     let closed = build(FailurePolicy::Closed);
@@ -454,10 +456,8 @@ async fn a_check_dropped_while_it_refills_leaves_its_key_free_to_refill() {
     };
     let shared = RedisLimiter::builder(Gcra::per_second(1_000).unwrap())
         .prefix(&unique_prefix("leased-cancel"))
-        .timeout(Duration::from_secs(10))
-        .build(&server.url())
-        .unwrap();
-    let limiter = leased(shared, 10, 10);
+        .timeout(Duration::from_secs(10));
+    let limiter = leased(shared, &server.url(), 10, 10);
     let now = 1_000 * MS;
     // Connected, and the script loaded, on another key.
     assert!(limiter
@@ -505,7 +505,7 @@ async fn a_check_dropped_while_it_refills_leaves_its_key_free_to_refill() {
 async fn a_check_of_cost_zero_reads_the_shared_budget_and_leases_nothing() {
     let Some(url) = redis_url() else { return };
     let quota = Gcra::per_second(100).unwrap().with_burst(50).unwrap();
-    let limiter = leased(shared(quota, &unique_prefix("leased-zero"), &url), 10, 10);
+    let limiter = leased(shared(quota, &unique_prefix("leased-zero")), &url, 10, 10);
     let now = 1_000 * MS;
     let zero = limiter.check_with("k", Request::cost(0).at(Timestamp::from_ns(now).unwrap()));
     let zero = zero.await.unwrap();

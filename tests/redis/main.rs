@@ -8,7 +8,7 @@
 //! | `limiter` | Redis time, expiry of idle keys, bad input, and the failure policy when the server is down, frozen, or back |
 //! | `batch` | `check_many` judges every request as `check_with` would, in order, in one pipeline, on a fresh server and with the server gone |
 //! | `leased` | the leased limiter: checks served from leases, the fleet's over-admission bound, exactness with leasing off, refills, give-backs, failures |
-//! | `sliding_log` | `RedisSlidingLogLimiter` decides as a reference log and as the in-process sliding log; exact times past 2^53 ns, expiry, peeks, bad input, batches, failures |
+//! | `sliding_log` | `RedisLimiter<SlidingLog>` decides as a reference log and as the in-process sliding log; exact times past 2^53 ns, expiry, peeks, bad input, batches, failures |
 //!
 //! `support` holds what they share: the server `.ci/test-all` starts (found through
 //! `NANOLIMIT_REDIS_URL`), private servers a fault test may stop and restart, and key prefixes

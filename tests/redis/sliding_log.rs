@@ -1,4 +1,4 @@
-//! The exact sliding log in Redis (`RedisSlidingLogLimiter`), through a real server (see
+//! The exact sliding log in Redis (`RedisLimiter<SlidingLog>`), through a real server (see
 //! `support`): identical decisions to a plain reference log (a `Vec` of unit times) and to
 //! the in-process `SlidingLogLimiter` on random schedules of explicit times and costs, exact
 //! times past 2^53 ns, expiry once the log is empty, peeks and denials that write nothing, bad
@@ -8,9 +8,7 @@
 //! and every case runs in well under that, so no key expires while its units still count.
 
 use crate::support::{raw_connection, redis_url, unique_prefix, PrivateServer};
-use nanolimit::redis::{
-    FailurePolicy, RedisLimiterBuilder, RedisSlidingLogLimiter, MAX_SLIDING_LOG_LIMIT,
-};
+use nanolimit::redis::{FailurePolicy, RedisLimiter, RedisLimiterBuilder, MAX_SLIDING_LOG_LIMIT};
 use nanolimit::sliding_log::{SlidingLog, SlidingLogLimiter};
 use nanolimit::BuildError;
 use nanolimit::Decision;
@@ -21,7 +19,7 @@ use redis::AsyncCommands;
 use std::time::{Duration, Instant, SystemTime};
 
 fn builder(quota: SlidingLog, test: &str) -> RedisLimiterBuilder<SlidingLog> {
-    RedisSlidingLogLimiter::builder(quota)
+    RedisLimiter::builder(quota)
         .prefix(&unique_prefix(test))
         .timeout(Duration::from_secs(5))
 }
@@ -378,14 +376,14 @@ async fn bad_input_is_an_error_without_a_round_trip() {
         .unwrap()
         .port();
     let url = format!("redis://127.0.0.1:{port}");
-    let small = RedisSlidingLogLimiter::builder(SlidingLog::per_minute(5).unwrap())
+    let small = RedisLimiter::builder(SlidingLog::per_minute(5).unwrap())
         .build(&url)
         .unwrap();
     assert_eq!(
         small.check_with("k", Request::cost(6)).await.unwrap_err(),
         RequestError::CostAboveLimit { cost: 6, limit: 5 }
     );
-    let large = RedisSlidingLogLimiter::builder(SlidingLog::per_minute(1_000).unwrap())
+    let large = RedisLimiter::builder(SlidingLog::per_minute(1_000).unwrap())
         .build(&url)
         .unwrap();
     assert_eq!(
@@ -403,7 +401,7 @@ async fn bad_input_is_an_error_without_a_round_trip() {
     assert_eq!(small.stats().fallbacks() + large.stats().fallbacks(), 0);
 
     let too_large = SlidingLog::per_minute(MAX_SLIDING_LOG_LIMIT + 1).unwrap();
-    let refused = RedisSlidingLogLimiter::builder(too_large).build(&url);
+    let refused = RedisLimiter::builder(too_large).build(&url);
     assert!(matches!(
         refused,
         Err(BuildError::LimitTooLarge {
@@ -412,8 +410,8 @@ async fn bad_input_is_an_error_without_a_round_trip() {
         }) if limit == MAX_SLIDING_LOG_LIMIT + 1
     ));
     let largest = SlidingLog::per_minute(MAX_SLIDING_LOG_LIMIT).unwrap();
-    assert!(RedisSlidingLogLimiter::builder(largest).build(&url).is_ok());
-    let zero = RedisSlidingLogLimiter::builder(SlidingLog::per_minute(1).unwrap())
+    assert!(RedisLimiter::builder(largest).build(&url).is_ok());
+    let zero = RedisLimiter::builder(SlidingLog::per_minute(1).unwrap())
         .timeout(Duration::ZERO)
         .build(&url);
     assert!(matches!(zero, Err(BuildError::ZeroTimeout)));
@@ -454,7 +452,7 @@ const SCHEDULING_SLACK: Duration = Duration::from_millis(250);
 
 /// Polls until the log decides through Redis again (bounded: the connection manager
 /// reconnects in the background).
-async fn assert_recovers(log: &RedisSlidingLogLimiter) {
+async fn assert_recovers(log: &RedisLimiter<SlidingLog>) {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let decision = log.check("after").await;
@@ -476,10 +474,10 @@ async fn a_stopped_server_gets_the_failure_policy_and_a_restarted_one_decides_ag
         return;
     };
     let quota = SlidingLog::per_minute(10).unwrap();
-    let logs: Vec<RedisSlidingLogLimiter> = [FailurePolicy::Open, FailurePolicy::Closed]
+    let logs: Vec<RedisLimiter<SlidingLog>> = [FailurePolicy::Open, FailurePolicy::Closed]
         .into_iter()
         .map(|policy| {
-            RedisSlidingLogLimiter::builder(quota)
+            RedisLimiter::builder(quota)
                 .prefix(&unique_prefix("log-faults"))
                 .timeout(TIMEOUT)
                 .failure_policy(policy)

@@ -3,7 +3,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | [`LeasedRedisLimiter`]: checks, refills, give-backs; the bound |
-//! | `options.rs` | [`LeasedRedisLimiterBuilder`] and its defaults |
+//! | `options.rs` | the lease settings of the [`RedisLimiterBuilder`](super::RedisLimiterBuilder), their defaults and checks |
 //! | `policy.rs` | lease sizes and lifetimes, and how a key's lease size adapts |
 //! | `word.rs` | a key's local lease in one packed word, and its pure steps |
 //! | `refill.rs` | a key's refill, its claim, and the calls to Redis (lease, direct check, give-back) |
@@ -62,7 +62,7 @@ mod refill;
 mod table;
 mod word;
 
-pub use options::LeasedRedisLimiterBuilder;
+pub(crate) use options::LeaseOptions;
 
 use super::RedisLimiter;
 use crate::clock::{Clock, QuantaClock, Timestamp};
@@ -82,9 +82,13 @@ use table::{LeaseCell, LeaseTable};
 /// a stated over-admission: at most `processes × largest lease` units per key beyond the quota
 /// in any interval ([`over_admission_bound`](Self::over_admission_bound) has the argument).
 ///
-/// Built on a [`RedisLimiter<Gcra>`](RedisLimiter), whose key names, epoch, timeout and failure
+/// Built by the [`RedisLimiter`]'s builder of a [`Gcra`] limit
+/// ([`build_leased`](super::RedisLimiterBuilder::build_leased)), on the
+/// [`RedisLimiter<Gcra>`](RedisLimiter) that [`build`](super::RedisLimiterBuilder::build) would
+/// make (its [`shared`](Self::shared) limiter), whose key names, epoch, timeout and failure
 /// policy it uses: processes sharing a prefix share each key's budget, whether they lease or
-/// check every request in Redis.
+/// check every request in Redis. The builder's lease settings
+/// ([`lease_units`](super::RedisLimiterBuilder::lease_units) and the rest) size its leases.
 ///
 /// | operation | shorthand | full form |
 /// |---|---|---|
@@ -101,14 +105,14 @@ use table::{LeaseCell, LeaseTable};
 ///   request only; the key takes no lease, and the next check tries again.
 ///
 /// ```no_run
-/// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+/// use nanolimit::redis::RedisLimiter;
 /// use nanolimit::Gcra;
 ///
 /// # #[tokio::main]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // 10,000 requests per second per tenant across the fleet.
-/// let shared = RedisLimiter::builder(Gcra::per_second(10_000)?).build("redis://127.0.0.1:6379")?;
-/// let limiter = LeasedRedisLimiter::builder(shared).build()?;
+/// let limiter = RedisLimiter::builder(Gcra::per_second(10_000)?)
+///     .build_leased("redis://127.0.0.1:6379")?;
 /// for _ in 0..1_000 {
 ///     // Mostly served from the process's lease, with no round trip.
 ///     assert!(limiter.check("tenant-7").await.is_allowed());
@@ -173,38 +177,18 @@ enum Served {
     Short,
 }
 
-impl LeasedRedisLimiter<QuantaClock> {
-    /// A builder for a limiter that leases from `shared`'s keys.
-    ///
-    /// ```
-    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
-    /// use nanolimit::Gcra;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let shared = RedisLimiter::builder(Gcra::per_second(1_000)?).build("redis://127.0.0.1:6379")?;
-    /// let limiter = LeasedRedisLimiter::builder(shared).build()?;
-    /// assert_eq!(limiter.max_lease_units(), 125); // burst / 8
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn builder(shared: RedisLimiter<Gcra>) -> LeasedRedisLimiterBuilder<QuantaClock> {
-        LeasedRedisLimiterBuilder::new(shared)
-    }
-}
-
 impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     /// Consumes one unit of `key`'s shared quota if it fits: from the process's lease when it
     /// holds one.
     ///
     /// ```no_run
-    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::Gcra;
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let shared = RedisLimiter::builder(Gcra::per_second(100)?).build("redis://127.0.0.1:6379")?;
-    /// let limiter = LeasedRedisLimiter::builder(shared).build()?;
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(100)?)
+    ///     .build_leased("redis://127.0.0.1:6379")?;
     /// assert!(limiter.check("tenant-1").await.is_allowed());
     /// # Ok(())
     /// # }
@@ -219,13 +203,14 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     /// ([`RequestError::ForeignTier`]).
     ///
     /// ```no_run
-    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::{Gcra, Request, Timestamp};
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let shared = RedisLimiter::builder(Gcra::per_second(100)?).build("redis://127.0.0.1:6379")?;
-    /// let limiter = LeasedRedisLimiter::builder(shared).background_refills(false).build()?;
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(100)?)
+    ///     .background_refills(false)
+    ///     .build_leased("redis://127.0.0.1:6379")?;
     /// let now = Timestamp::from_ns(1_000_000_000)?;
     /// assert!(limiter.check_with("tenant-1", Request::cost(5).at(now)).await?.is_allowed());
     /// assert!(limiter.check_with("tenant-1", Request::cost(101)).await.is_err());
@@ -237,17 +222,8 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
         key: &str,
         request: Request<Gcra>,
     ) -> Result<Decision<Gcra>, RequestError> {
-        if request.tier.is_some() {
-            return Err(RequestError::ForeignTier);
-        }
-        let limit = self.inner.shared.quota().limit();
-        if request.cost > limit {
-            return Err(RequestError::CostAboveLimit {
-                cost: request.cost,
-                limit,
-            });
-        }
-        Ok(self.decide(key, request.cost, request.at).await)
+        let cost = self.inner.shared.validate(&request)?;
+        Ok(self.decide(key, cost, request.at).await)
     }
 
     /// Gives every unit the process holds back to Redis, for each key whose shared word is
@@ -258,13 +234,13 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     /// lease again. The units given back.
     ///
     /// ```no_run
-    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::Gcra;
     ///
     /// # #[tokio::main]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let shared = RedisLimiter::builder(Gcra::per_second(100)?).build("redis://127.0.0.1:6379")?;
-    /// let limiter = LeasedRedisLimiter::builder(shared).build()?;
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(100)?)
+    ///     .build_leased("redis://127.0.0.1:6379")?;
     /// limiter.check("tenant-1").await;
     /// let returned = limiter.give_back_unused().await;
     /// println!("{returned} units back to the fleet");
@@ -302,13 +278,14 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     /// is 0, the fleet admits exactly the quota.
     ///
     /// ```
-    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::Gcra;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let shared = RedisLimiter::builder(Gcra::per_second(1_000)?).build("redis://127.0.0.1:6379")?;
-    /// let limiter = LeasedRedisLimiter::builder(shared).lease_units(1, 10).build()?;
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .lease_units(1, 10)
+    ///     .build_leased("redis://127.0.0.1:6379")?;
     /// assert_eq!(limiter.over_admission_bound(3), 30);
     /// # Ok(())
     /// # }
@@ -321,11 +298,39 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     }
 
     /// The largest lease a refill takes.
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::Gcra;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .build_leased("redis://127.0.0.1:6379")?;
+    /// assert_eq!(limiter.max_lease_units(), 125); // burst / 8
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn max_lease_units(&self) -> u64 {
         self.inner.policy.max_units
     }
 
-    /// The shared limiter whose keys the leases come from.
+    /// The shared limiter whose keys the leases come from: the one the builder's
+    /// [`build`](super::RedisLimiterBuilder::build) would have made.
+    ///
+    /// ```
+    /// use nanolimit::redis::RedisLimiter;
+    /// use nanolimit::Gcra;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .prefix("api")
+    ///     .build_leased("redis://127.0.0.1:6379")?;
+    /// assert_eq!(limiter.shared().key_name("tenant-7"), "api:gcra:{tenant-7}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn shared(&self) -> &RedisLimiter<Gcra> {
         &self.inner.shared
     }
@@ -338,13 +343,13 @@ impl<C: Clock + 'static> LeasedRedisLimiter<C> {
     /// How often the limiter went to Redis, and why.
     ///
     /// ```
-    /// use nanolimit::redis::{LeasedRedisLimiter, RedisLimiter};
+    /// use nanolimit::redis::RedisLimiter;
     /// use nanolimit::Gcra;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let shared = RedisLimiter::builder(Gcra::per_second(1_000)?).build("redis://127.0.0.1:6379")?;
-    /// let limiter = LeasedRedisLimiter::builder(shared).build()?;
+    /// let limiter = RedisLimiter::builder(Gcra::per_second(1_000)?)
+    ///     .build_leased("redis://127.0.0.1:6379")?;
     /// assert_eq!(limiter.stats().leases, 0);
     /// # Ok(())
     /// # }
