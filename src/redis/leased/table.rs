@@ -4,8 +4,11 @@
 //! the lock is taken exclusively only to add a key, or to drop idle entries from a full shard.
 
 use super::word;
+use crate::engine::driver;
+use crate::quota::Step;
 use crate::sync::{Arc, AtomicU64, Ordering, RwLock};
 use ahash::RandomState;
+use core::cell::Cell;
 use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
 
@@ -52,26 +55,21 @@ impl LeaseCell {
     /// `None` (nothing written).
     #[inline]
     pub(crate) fn spend(&self, now_grain: u64, cost: u64) -> Option<u64> {
-        // ORDERING: Relaxed: a spend reads and writes only the units, which the word itself
-        // carries; its compare-and-swap orders it against every other change of the word.
-        let mut observed = self.word.load(Ordering::Relaxed);
-        loop {
-            match word::spend(observed, now_grain, cost) {
-                word::Spend::Taken { word, held } => {
-                    // ORDERING: Relaxed, as the load above.
-                    match self.word.compare_exchange_weak(
-                        observed,
-                        word,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => return Some(held),
-                        Err(actual) => observed = actual,
-                    }
-                }
-                word::Spend::Short { .. } => return None,
+        // The units left spendable by the step the driver applied last: the one that landed.
+        let held = Cell::new(0);
+        let step = |observed| match word::spend(observed, now_grain, cost) {
+            word::Spend::Taken { word, held: left } => {
+                held.set(left);
+                Step::Allow(word)
             }
-        }
+            word::Spend::Short { .. } => Step::Deny,
+        };
+        // ORDERING: Relaxed: a spend reads and writes only the units, which the word itself
+        // carries; the driver's compare-and-swap orders it against every other change of the
+        // word (its stronger success ordering adds nothing a spend needs).
+        let observed = self.word.load(Ordering::Relaxed);
+        driver::apply_unguarded(&self.word, observed, step).ok()?;
+        Some(held.get())
     }
 
     /// Claims the key for a refill at `now_grain` ([`word::claim`]: lapsed units go): the word
@@ -120,21 +118,15 @@ impl LeaseCell {
         spent: u64,
         deadline_grain: u64,
     ) -> u64 {
-        // ORDERING: Relaxed load; the compare-and-swap publishes.
-        let mut observed = self.word.load(Ordering::Relaxed);
-        loop {
-            let published = word::publish(observed, now_grain, granted, spent, deadline_grain);
-            // ORDERING: Release on success: the token, lease size and shared remaining written
-            // under the claim happen-before the next claim (its Acquire) reads them.
-            match self.word.compare_exchange_weak(
-                observed,
-                published.word,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return word::units(published.word),
-                Err(actual) => observed = actual,
-            }
+        let step = |observed| {
+            Step::Allow(word::publish(observed, now_grain, granted, spent, deadline_grain).word)
+        };
+        // ORDERING: Relaxed load; the driver's compare-and-swap publishes: its success ordering
+        // (AcqRel) includes the Release by which the token, lease size and shared remaining
+        // written under the claim happen-before the next claim (its Acquire) reads them.
+        let observed = self.word.load(Ordering::Relaxed);
+        match driver::apply_unguarded(&self.word, observed, step) {
+            Ok(published) | Err(published) => word::units(published),
         }
     }
 
