@@ -27,6 +27,10 @@ use nanolimit::{Decision, KeyedLimiter, Limiter, ManualClock, Quota, Request, Ti
 /// leave them unset, or a model may stop before it has explored everything.
 pub const PREEMPTION_BOUND_VARIABLE: &str = "LOOM_MAX_PREEMPTIONS";
 
+/// The environment variable that runs every model under its exhaustive bound instead of its
+/// default one ([`Bounds`]): set to anything but `0` or nothing.
+pub const EXHAUSTIVE_VARIABLE: &str = "NANOLIMIT_LOOM_EXHAUSTIVE";
+
 /// The preemption bound of the two-thread models: one that none of their executions reaches
 /// (each explores as many executions under 40). Loom's search under a bound adds conservative
 /// backtracking points that its unbounded search does not, so under this bound it explores 2
@@ -34,19 +38,56 @@ pub const PREEMPTION_BOUND_VARIABLE: &str = "LOOM_MAX_PREEMPTIONS";
 /// unbounded.
 pub const UNREACHED_PREEMPTION_BOUND: usize = 30;
 
-/// Explores the interleavings of `model` in which threads are preempted at most
-/// `preemption_bound` times in all (an explicit `LOOM_MAX_PREEMPTIONS` overrides the bound).
+/// The preemption bounds of one model: `default` for the default run, `exhaustive` under
+/// [`EXHAUSTIVE_VARIABLE`]. A plain `usize` is the same bound in both.
+///
+/// The default run must stay within a few minutes on two cores (it is part of the project's
+/// one test command), and a few two-thread models take minutes each under
+/// [`UNREACHED_PREEMPTION_BOUND`]: those run under a lower default bound, chosen so that every
+/// change that loom-tests/README.md lists as failing the model still fails it. `exhaustive` is
+/// the bound the model is written for: [`UNREACHED_PREEMPTION_BOUND`] where no execution
+/// reaches it, else the largest bound its run time allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// The bound of the default run.
+    pub default: usize,
+    /// The bound of the exhaustive run.
+    pub exhaustive: usize,
+}
+
+impl From<usize> for Bounds {
+    fn from(bound: usize) -> Bounds {
+        Bounds {
+            default: bound,
+            exhaustive: bound,
+        }
+    }
+}
+
+/// Whether this run is the exhaustive one ([`EXHAUSTIVE_VARIABLE`]).
+fn exhaustive_run() -> bool {
+    std::env::var_os(EXHAUSTIVE_VARIABLE).is_some_and(|value| !value.is_empty() && value != "0")
+}
+
+/// Explores the interleavings of `model` in which threads are preempted at most as many times
+/// in all as `bounds` says for this run (an explicit `LOOM_MAX_PREEMPTIONS` overrides it).
 ///
 /// Prints how many executions were explored (visible with `--nocapture`), and fails if there was
 /// only one: then nothing in the model was interleaved, and it checked nothing concurrent.
-pub fn explore<F>(model_name: &str, preemption_bound: usize, model: F)
+pub fn explore<F>(model_name: &str, bounds: impl Into<Bounds>, model: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
+    let bounds = bounds.into();
     let mut builder = loom::model::Builder::new();
     // `Builder::new` has read LOOM_MAX_PREEMPTIONS; only an explicit setting overrides ours.
     if std::env::var_os(PREEMPTION_BOUND_VARIABLE).is_none() {
-        builder.preemption_bound = Some(preemption_bound);
+        let bound = if exhaustive_run() {
+            bounds.exhaustive
+        } else {
+            bounds.default
+        };
+        builder.preemption_bound = Some(bound);
     }
     let bound = builder.preemption_bound;
     // A plain std counter: it is not part of the model, it only counts its executions.
@@ -58,7 +99,13 @@ where
         model();
     });
     let explored = executions.load(std::sync::atomic::Ordering::Relaxed);
-    let bound = bound.map_or_else(|| "none".to_string(), |bound| bound.to_string());
+    let mut bound = bound.map_or_else(|| "none".to_string(), |bound| bound.to_string());
+    if bounds.default != bounds.exhaustive {
+        bound += &format!(
+            " (default {}, exhaustive {})",
+            bounds.default, bounds.exhaustive
+        );
+    }
     eprintln!(
         "{model_name}: {explored} executions, preemption bound {bound}, {:.2?}",
         started.elapsed()

@@ -1,5 +1,5 @@
-//! Loom models of the counters' slot protocol (src/striped/thread_stripe.rs,
-//! src/counters/stripes.rs): a thread claims a counting slot (a compare-and-swap, Acquire) at its
+//! Loom models of the counters' slot protocol (src/thread_index.rs,
+//! src/limiter/counters/stripes.rs): a thread claims a counting slot (a compare-and-swap, Acquire) at its
 //! first count and counts on its slot's stripe with a Relaxed load and a Relaxed store; a
 //! thread-local's destructor frees the slot when the thread ends (a Release store), and a later
 //! thread may claim it and continue from the stripe's value; a thread that owns no slot counts on

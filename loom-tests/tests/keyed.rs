@@ -16,7 +16,7 @@ use nanolimit::{
     Decision, Gcra, KeyedLimiter, ManualClock, Quota, Request, SlidingWindow, Stats, WhenFull,
 };
 use nanolimit_loom_tests::{
-    assert_admissions_form_one_sequence, at, explore, perform_keyed, run_concurrently,
+    assert_admissions_form_one_sequence, at, explore, perform_keyed, run_concurrently, Bounds,
     KeyedOperation, ModelThread, UNREACHED_PREEMPTION_BOUND,
 };
 use std::hash::Hash;
@@ -27,8 +27,9 @@ const SECOND_NS: u64 = 1_000_000_000;
 /// Every plan runs on a spawned thread while the model's thread waits: loom explores several
 /// times as many interleavings of the table's paths this way (see [`ModelThread`]).
 const MODEL_THREAD: ModelThread = ModelThread::OnlyJoins;
-/// Models of two racing threads run under a bound none of their executions reaches (a few
-/// seconds each; the torn identity model, the longest, about 15 s).
+/// Models of two racing threads run under a bound none of their executions reaches, in a few
+/// seconds each, but for the reclaim races with a torn identity or a peek, which take from 25 s
+/// to about 13 minutes under it: those run under a lower default bound (see [`Bounds`]).
 const TWO_THREAD_PREEMPTION_BOUND: usize = UNREACHED_PREEMPTION_BOUND;
 /// Models of three racing threads explore the interleavings with at most 2 preemptions: a bound
 /// of 3 takes about 7 times as long (the two reclaims model: 142,424 executions, half a minute).
@@ -421,13 +422,15 @@ impl TornIdentity {
 /// slot; meanwhile, with a reading of 0.5 s, the torn key is checked: every slot is live at
 /// 0.5 s, so the right answer is a refusal of a new key (untracked), never a denial on the
 /// reclaimed key's spent state. Fails without the state re-read after the identity
-/// (`SlotOps::unchanged_since`), without the inserter's Release fence, and without the driver
-/// guard's identity re-check.
+/// (`SlotOps::unchanged_since`) and without the inserter's Release fence.
 #[test]
 fn a_check_never_decides_on_an_identity_half_rewritten_by_a_reclaim() {
     explore(
         "keyed: torn two-word identity",
-        TWO_THREAD_PREEMPTION_BOUND,
+        Bounds {
+            default: 6,
+            exhaustive: TWO_THREAD_PREEMPTION_BOUND,
+        },
         || {
             let table = Arc::new(one_bucket_table::<u128, _, Exact>(gcra(1), WhenFull::Deny));
             let keys = TornIdentity::in_table(&table);
@@ -621,14 +624,22 @@ struct PeekRace<K> {
 /// - the peek inserts nothing and changes nothing: afterwards the reclaimed and the peeked keys
 ///   are not in the table, the new key and the others hold their states, and the stats show the
 ///   one reclaim and no refusal.
+///
+/// Under [`TWO_THREAD_PREEMPTION_BOUND`] these take from 25 s to about 13 minutes: the
+/// default run explores them within `default_bound` preemptions.
 fn peek_races_a_reclaim<K, M>(
     name: &str,
+    default_bound: usize,
     keys: fn(&KeyedLimiter<K, Gcra, ManualClock, M>) -> PeekRace<K>,
 ) where
     K: Hash + Copy + Eq + Send + Sync + std::fmt::Debug + 'static,
     M: KeyMode<K>,
 {
-    explore(name, TWO_THREAD_PREEMPTION_BOUND, move || {
+    let bounds = Bounds {
+        default: default_bound,
+        exhaustive: TWO_THREAD_PREEMPTION_BOUND,
+    };
+    explore(name, bounds, move || {
         let table = Arc::new(one_bucket_table::<K, _, M>(gcra(2), WhenFull::Deny));
         let keys = keys(&table);
         assert!(table.check_at(&keys.reclaimed, at(0)).is_allowed());
@@ -718,6 +729,7 @@ fn peek_at_the_reclaimed_key<M: KeyMode<u64>>(_: &Table<M>) -> PeekRace<u64> {
 fn a_peek_of_a_key_being_reclaimed_reports_its_state_or_its_absence() {
     peek_races_a_reclaim(
         "keyed: peek of the reclaimed key vs the reclaim",
+        5,
         peek_at_the_reclaimed_key::<Exact>,
     );
 }
@@ -728,6 +740,7 @@ fn a_peek_of_a_key_being_reclaimed_reports_its_state_or_its_absence() {
 fn hashed_keys_peek_of_a_key_being_reclaimed_reports_its_state_or_its_absence() {
     peek_races_a_reclaim(
         "keyed (hashed): peek of the reclaimed key vs the reclaim",
+        5,
         peek_at_the_reclaimed_key::<Hashed>,
     );
 }
@@ -738,7 +751,7 @@ fn hashed_keys_peek_of_a_key_being_reclaimed_reports_its_state_or_its_absence() 
 /// identity.
 #[test]
 fn a_peek_never_reports_an_identity_half_rewritten_by_a_reclaim() {
-    peek_races_a_reclaim("keyed: torn two-word identity, peeked", |table| {
+    peek_races_a_reclaim("keyed: torn two-word identity, peeked", 4, |table| {
         let keys = TornIdentity::in_table(table);
         PeekRace {
             reclaimed: keys.reclaimed,

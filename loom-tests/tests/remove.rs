@@ -10,7 +10,7 @@ use loom::sync::Arc;
 use nanolimit::keyed::{Exact, Hashed, KeyMode};
 use nanolimit::{Decision, Gcra, KeyedLimiter, ManualClock, Request, Timestamp, WhenFull};
 use nanolimit_loom_tests::{
-    at, explore, run_concurrently, ModelThread, UNREACHED_PREEMPTION_BOUND,
+    at, explore, run_concurrently, Bounds, ModelThread, UNREACHED_PREEMPTION_BOUND,
 };
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -100,8 +100,15 @@ const ADMITTED_1: Outcome = Outcome::Admitted { remaining: 1 };
 /// always on the new entry. So, as (thread 1, thread 0, the new entry's remaining afterwards):
 /// (0 left, 1 left, 1) with thread 1 on the old entry; (1, 0, 0) or (0, 1, 0) with both on the
 /// new entry, in either order.
-fn removal_racing_a_check<M: KeyMode<u64>>(name: &str) {
-    explore(name, UNREACHED_PREEMPTION_BOUND, || {
+///
+/// Under [`UNREACHED_PREEMPTION_BOUND`], 10 s with `Exact` keys: the default run explores
+/// that one within `default_bound` preemptions.
+fn removal_racing_a_check<M: KeyMode<u64>>(name: &str, default_bound: usize) {
+    let bounds = Bounds {
+        default: default_bound,
+        exhaustive: UNREACHED_PREEMPTION_BOUND,
+    };
+    explore(name, bounds, || {
         let table = Arc::new(table::<M>());
         assert_eq!(outcome_of(&table.check_at(&100, at(0))), ADMITTED_1);
         let outcomes = run_concurrently(
@@ -135,12 +142,15 @@ fn removal_racing_a_check<M: KeyMode<u64>>(name: &str) {
 
 #[test]
 fn a_removal_races_a_check_of_its_key_exact_keys() {
-    removal_racing_a_check::<Exact>("remove: a removal races a check of its key");
+    removal_racing_a_check::<Exact>("remove: a removal races a check of its key", 6);
 }
 
 #[test]
 fn hashed_keys_a_removal_races_a_check_of_its_key() {
-    removal_racing_a_check::<Hashed>("remove: a removal races a check of its key (hashed keys)");
+    removal_racing_a_check::<Hashed>(
+        "remove: a removal races a check of its key (hashed keys)",
+        UNREACHED_PREEMPTION_BOUND,
+    );
 }
 
 /// Key 100 used a unit at 0 (fresh again at 1 s); keys 101..=107 a unit at 0.5 s (live until
@@ -156,8 +166,15 @@ fn hashed_keys_a_removal_races_a_check_of_its_key() {
 /// Never key 100 admitted on the old entry and key 200 admitted: the stale check's
 /// compare-and-swap and key 200's claim of the slot are on the same word, and exactly one wins.
 /// And when key 200 is admitted it holds exactly its own unit: no check of key 100 landed on it.
-fn removed_slot_reused_under_a_stale_check<M: KeyMode<u64>>(name: &str) {
-    explore(name, UNREACHED_PREEMPTION_BOUND, || {
+///
+/// Under [`UNREACHED_PREEMPTION_BOUND`], 11 s with `Exact` keys: the default run explores
+/// that one within `default_bound` preemptions.
+fn removed_slot_reused_under_a_stale_check<M: KeyMode<u64>>(name: &str, default_bound: usize) {
+    let bounds = Bounds {
+        default: default_bound,
+        exhaustive: UNREACHED_PREEMPTION_BOUND,
+    };
+    explore(name, bounds, || {
         let table = Arc::new(table::<M>());
         assert_eq!(outcome_of(&table.check_at(&100, at(0))), ADMITTED_1);
         for key in 101..=107 {
@@ -211,6 +228,7 @@ fn removed_slot_reused_under_a_stale_check<M: KeyMode<u64>>(name: &str) {
 fn a_removed_slot_is_reused_while_a_stale_check_of_its_key_runs() {
     removed_slot_reused_under_a_stale_check::<Exact>(
         "remove: a removed slot is reused while a stale check of its key runs",
+        6,
     );
 }
 
@@ -218,5 +236,6 @@ fn a_removed_slot_is_reused_while_a_stale_check_of_its_key_runs() {
 fn hashed_keys_a_removed_slot_is_reused_while_a_stale_check_of_its_key_runs() {
     removed_slot_reused_under_a_stale_check::<Hashed>(
         "remove: a removed slot is reused while a stale check of its key runs (hashed keys)",
+        UNREACHED_PREEMPTION_BOUND,
     );
 }

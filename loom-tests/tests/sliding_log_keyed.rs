@@ -21,7 +21,7 @@ use nanolimit::keyed::Exact;
 use nanolimit::sliding_log::{KeyedSlidingLogLimiter, SlidingLog};
 use nanolimit::{ManualClock, Request, WhenFull};
 use nanolimit_loom_tests::{
-    at, explore, run_concurrently, ModelThread, UNREACHED_PREEMPTION_BOUND,
+    at, explore, run_concurrently, Bounds, ModelThread, UNREACHED_PREEMPTION_BOUND,
 };
 use std::time::Duration;
 
@@ -39,7 +39,9 @@ type Limiter = KeyedSlidingLogLimiter<u64, ManualClock, Exact>;
 /// The bound of the models where a check races an insert that takes its key's slot: their
 /// executions pass through the insert path's survey of eight slots, and unbounded they run for
 /// over 25 minutes. Four preemptions let the check be preempted between each of its loads and
-/// the next, and the insert between its claim, seal and publish (17 s for the three).
+/// the next, and the insert between its claim, seal and publish (40 s for the three races
+/// for the old key's slot; the default run explores those within 3, and the returning key's
+/// model, a second at 4, within 4).
 const RACES_WITH_AN_INSERT: usize = 4;
 
 /// One request a thread makes: `cost` units for `key`, read at `reading_ns`.
@@ -179,7 +181,11 @@ fn race_for_the_old_key_s_slot(
     old_cost: u64,
     reading_ns: u64,
 ) {
-    explore(name, RACES_WITH_AN_INSERT, move || {
+    let bounds = Bounds {
+        default: 3,
+        exhaustive: RACES_WITH_AN_INSERT,
+    };
+    explore(name, bounds, move || {
         let limiter = limiter(limit, when_full, &before);
         let check = |key, cost| Check {
             key,
